@@ -1,0 +1,195 @@
+"""Tool calls that a model wrote as text instead of structured `tool_calls`.
+
+Small local models often "call" a tool by writing the call into their reply: Qwen2.5-Coder puts
+it in a ```json block, Hermes-style templates ask for <tool_call> tags, and Kimi K2's markup
+leaks through when the server does not parse it. When a reply has no `tool_calls`, the loop asks
+`recover_calls` for calls written as text and, if there are none, `failed_attempt` whether the
+reply is a botched call rather than a final answer.
+
+Recovered, for the tool names the caller passes in only:
+
+    <tool_call>{"name": "run_shell", "arguments": {"command": "ls"}}</tool_call>
+        closing tag optional; any <tag> works, e.g. <function>{...}
+    {"name": "run_shell", "arguments": {"command": "ls"}}
+        on lines of its own, bare or in a ```json, ```tool_call or plain ``` block; several, or a
+        JSON list of them; "parameters" for "arguments"; arguments as a JSON string; inside the
+        OpenAI wrapper {"type": "function", "function": {...}}
+    <|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>{"command": "ls"}
+        Kimi K2; end markers, "functions." and ":0" optional. Also <function=run_shell>{...}
+
+JSON is read leniently where the intent is plain: raw newlines in strings, trailing commas, `\\'`
+(a quote, as Python reads it), Python literals ('single quotes', True, None).
+
+Left out on purpose: a call-shaped object in the middle of a line or inside a ```python (or any
+non-JSON) code block, Python-style calls like `run_shell(command="ls")`, XML parameters
+(`<parameter name=...>`). `failed_attempt` reports those instead: a wrong guess in `recover_calls`
+runs a command the model never meant, a wrong guess in `failed_attempt` costs one extra turn.
+"""
+
+import ast
+import json
+import re
+
+# A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
+_AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
+# A JSON value at the very start of a line. Indented braces are left alone: they are code or data.
+_LINE_START = re.compile(r"^(?=[{\[])", re.M)
+# What may follow a value that starts a line: the end of the line, a closing tag, a fence.
+_LINE_END = re.compile(r"[ \t]*(?:\n|<|```|\Z)")
+# A fenced block; the closing fence is optional because a reply can stop anywhere.
+_FENCE = re.compile(r"```([\w-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.S)
+_JSON_FENCES = {"", "json", "jsonc", "json5", "tool_call", "tool_calls"}
+# Formats that put the name outside the JSON: Kimi K2's markup and Llama 3's <function=NAME>.
+_NAME_THEN_ARGS = [
+    re.compile(r"(?:functions\.)?([\w-]+)(?::\d+)?\s*<\|tool_call_argument_begin\|>\s*"),
+    re.compile(r"<function=([\w-]+)>\s*"),
+]
+# A call's first key is one of the few keys a call may have. Checking that first keeps the
+# lenient reader, which walks to the end of the text when a bracket never closes, off other text.
+_CALL_START = re.compile(r"""\[?\s*\{\s*["'](?:name|arguments|parameters|function|type|id)["']""")
+_TRAILING_COMMA = re.compile(r",\s*[}\]]")
+_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
+
+# For failed_attempt: tool-call markup of the formats above and Mistral's,
+_MARKUP = re.compile(r"<\|?/?tool_call|tool_calls_section|<function[\w=-]*>|\[TOOL_CALLS\]")
+# and code "run" in the model's head: after a code block, a line such as "Output:" or "This
+# prints:" introducing its output, or a transcript of a prompt ($ or >>>) followed by output.
+_OUTPUT_LINE = re.compile(r"^[^\n]{0,60}\b(?:output|result|prints?)\b[^\n]{0,40}:\W*$", re.M | re.I)
+_TRANSCRIPT = re.compile(r"^(?:\$|>>>) \S[^\n]*\n(?!\$ |>>> |\.\.\. |```)[^\n]*\S", re.M)
+
+
+def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
+    """Tool calls written as text: [(tool_name, arguments_as_json_object_string), ...] in order.
+
+    >>> recover_calls('```json\\n{"name": "run_shell", "arguments": {"command": "ls"}}\\n```', {"run_shell"})
+    [('run_shell', '{"command": "ls"}')]
+    """
+    return [(name, json.dumps(args, ensure_ascii=False))
+            for _, name, args in _find_calls(text) if name in names]
+
+
+def failed_attempt(text: str, names: set[str]) -> str | None:
+    """Why a reply looks like a botched tool call, addressed to the model; None for a genuine
+    final answer. Meant for replies in which `recover_calls` found nothing."""
+    how = ('To call a tool, reply with only <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
+           f" where TOOL is one of: {', '.join(sorted(names))}.")
+    named = [name for name in sorted(names) if re.search(
+        rf"""\bname["']?\s*[:=]\s*["']{re.escape(name)}["']|\b{re.escape(name)}\s*\(""", text)]
+    unknown = [name for _, name, _ in _find_calls(text) if name not in names]
+    fence = _FENCE.search(text)
+    if "<tools>" in text or (named and re.search(r"""["']properties["']\s*:""", text)):
+        why = "You wrote out the tool definitions instead of calling a tool."
+    elif unknown:
+        why = f"There is no tool named {unknown[0]!r}."
+    elif _MARKUP.search(text):
+        why = "Your reply has tool-call markup, but no valid call could be read from it."
+    elif named:
+        why = f"Your reply looks like a call to {named[0]}, but not a valid one (bad JSON, or in code or prose)."
+    elif fence and (_OUTPUT_LINE.search(text, fence.end()) or _TRANSCRIPT.search(text)):
+        why = "Your reply shows code and its output, but no tool was called: that output is imagined."
+        how += " If the work is really done, give your final answer again."
+    else:
+        return None
+    return f"{why} Nothing was done. {how}"
+
+
+def _find_calls(text):
+    """Every call-shaped value in text, whatever its tool name, as (position, name, arguments)."""
+    found = []
+    for pattern in _NAME_THEN_ARGS:
+        for m in pattern.finditer(text):
+            parsed = _lenient(text, m.end())
+            if parsed and isinstance(parsed[0], dict):
+                found.append((m.start(), m.group(1), parsed[0]))
+
+    # Where a JSON call may start: after a tag, at the start of the reply or of a line, or at the
+    # start of a JSON code block, but not inside other code blocks, where a brace is code.
+    tagged = {m.end() for m in _AFTER_TAG.finditer(text)}
+    starts = tagged | {len(text) - len(text.lstrip())}
+    code = []
+    for m in _FENCE.finditer(text):
+        if m.group(1).lower() in _JSON_FENCES:
+            starts.add(m.end(2) - len(m.group(2).lstrip()))
+        else:
+            code.append(range(m.start(), m.end()))
+    starts |= {m.start() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)}
+
+    read_up_to = 0
+    for start in sorted(starts):
+        parsed = _lenient(text, start) if start >= read_up_to and _CALL_START.match(text, start) else None
+        # subtle: a tag says "this is a call" by itself (so a stray "}" after it is forgiven), but
+        # a value that merely starts a line must also end it: `{...},` is the head of a list in code.
+        if not parsed or (start not in tagged and not _LINE_END.match(text, parsed[1])):
+            continue
+        value, read_up_to = parsed
+        items = value if isinstance(value, list) else [value]
+        calls = [_as_call(item) for item in items]
+        if items and all(calls):  # a list counts only if it is all calls, or it is some other data
+            found += [(start, name, args) for name, args in calls]
+    return sorted(found, key=lambda call: call[0])
+
+
+def _as_call(value):
+    """(name, arguments) if value is shaped like a tool call, else None."""
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        value = value["function"]  # the OpenAI wrapper {"type": "function", "function": {...}}
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None
+    if set(value) - {"name", "arguments", "parameters", "type", "id"}:
+        return None  # e.g. {"name": "Alice", "age": 3}, or a tool schema with its "description"
+    # "parameters" is how Llama 3 names the arguments, and small models copy it from the schema.
+    args = value.get("arguments", value.get("parameters"))
+    if isinstance(args, str):  # arguments JSON-encoded as a string, as in the OpenAI API
+        parsed = _lenient(args.strip(), 0)
+        args = parsed[0] if parsed and parsed[1] == len(args.strip()) else None
+    if not isinstance(args, dict) or isinstance(args.get("properties"), dict):
+        return None  # no arguments, or a JSON schema echoed back as if it were the arguments
+    return value["name"].removeprefix("functions."), args
+
+
+def _lenient(text, start):
+    """The JSON object or list that starts at text[start], read leniently: (value, end) or None."""
+    if text[start:start + 1] not in ("{", "["):
+        return None
+    try:
+        value, length = _JSON.raw_decode(text[start:])
+        return value, start + length
+    except (ValueError, RecursionError):
+        pass
+    # Not valid JSON: walk to the matching bracket, mending the text on the way, and try again.
+    out, quote, depth, i = [], None, 0, start
+    while i < len(text):
+        c = text[i]
+        if quote and c == "\\":
+            i += 1
+            escaped = text[i:i + 1]
+            # subtle: JSON has no \' but Python reads it as a quote, which is what Qwen2.5-Coder
+            # means when it writes one in a shell command; any other unknown escape, such as the
+            # \d of a regex, keeps its backslash.
+            if quote == '"' and escaped not in '"\\/bfnrtu':
+                c = "'" if escaped == "'" else "\\\\" + escaped
+            else:
+                c += escaped
+        elif quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        elif _TRAILING_COMMA.match(text, i):
+            c = ""
+        out.append(c)
+        i += 1
+        if depth == 0:
+            break
+    else:
+        return None  # never closed: cut off, not a call
+    # Mended JSON first, then the original as a Python literal ('single quotes', True, None).
+    for parse in (lambda: json.loads("".join(out), strict=False), lambda: ast.literal_eval(text[start:i])):
+        try:
+            return parse(), i
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            pass
+    return None

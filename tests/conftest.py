@@ -1,0 +1,54 @@
+"""Shared fixtures: a scripted fake endpoint, and the real agent run in-process against it."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import agent  # noqa: E402
+from fake_server import FakeServer  # noqa: E402
+
+
+@pytest.fixture
+def fake():
+    server = FakeServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """An empty workspace folder; the current directory is a sibling, so no stray .env is read."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(tmp_path)
+    return ws
+
+
+@pytest.fixture
+def run_agent(fake, workspace, capsys):
+    """Run the real agent's main() against the fake server: returns (exit code, stdout, stderr)."""
+
+    def run(*script, task="do the task", flags=()):
+        fake.script = list(script)
+        code = agent.main(["--base-url", fake.url, "--workspace", str(workspace), *flags, task])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+# --- end to end: a real llama-server with a real small model (helpers in tests/llama.py) --------
+
+import llama  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """One real llama-server (0.5B model, free loopback port) shared by the whole session."""
+    server = llama.start(tmp_path_factory.mktemp("llama-server"))
+    yield server
+    llama.stop(server)

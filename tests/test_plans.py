@@ -1,0 +1,82 @@
+"""The lesson's check, on tooloop's real loop and dispatcher: 3,000 seeded random plans.
+
+A scripted model follows a fixed plan of calls (valid ones, unknown tools, refused ones and
+malformed arguments) and then answers, under a random turn cap. For each plan, a brute-force
+reading of the plan alone predicts the number of model calls, whether an answer arrives, which
+calls ran (seen through their effects on disk), and the kind of result each call got back.
+"""
+
+import json
+import random
+
+import openai
+import pytest
+
+import agent
+import tools
+from fake_server import answer, call, reply
+
+# kind -> (tool name, arguments as sent, does it run?)
+KINDS = {
+    "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": str(k)}, True),
+    "shell": lambda k: ("run_shell", {"command": f"echo {k} >> shell.log"}, True),
+    "read": lambda k: ("read_file", {"path": "notes.txt"}, True),
+    "escape": lambda k: ("write_file", {"path": f"../escaped-{k}.txt", "content": "x"}, False),
+    "unknown": lambda k: ("wipe_db", {"path": "notes.txt"}, False),
+    "missing": lambda k: ("write_file", {"path": f"out/{k}.txt"}, False),
+    "extra": lambda k: ("read_file", {"path": "notes.txt", "force": True}, False),
+    "wrong_type": lambda k: ("run_shell", {"command": k}, False),
+    "bad_json": lambda k: ("read_file", '{"path": "notes.txt"', False),
+}
+
+
+def scripted(plan):
+    """A model that follows a fixed plan of calls, then answers."""
+    def model(request):
+        done = sum(m["role"] == "tool" for m in request["messages"])
+        if done < len(plan):
+            name, args, _ = plan[done]
+            return reply(call(name, args))
+        return answer("done")
+    return model
+
+
+@pytest.fixture(scope="module")
+def shared_fake():
+    from fake_server import FakeServer
+    server = FakeServer()
+    yield server
+    server.close()
+
+
+def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, monkeypatch):
+    monkeypatch.setattr(agent.console, "quiet", True)
+    client = openai.OpenAI(base_url=shared_fake.url, api_key="local", max_retries=0)
+    rng = random.Random(32)
+    for n in range(3000):
+        plan = [KINDS[rng.choice(list(KINDS))](k) for k in range(rng.randint(0, 9))]
+        cap = rng.randint(1, 8)
+        ws = tmp_path / f"plan{n}" / "ws"
+        ws.mkdir(parents=True)
+        (ws / "notes.txt").write_text("hello notes")
+        shared_fake.requests.clear()
+        shared_fake.script = [scripted(plan)] * (cap + 1)
+        settings = tools.Settings(workspace=ws)
+
+        code, answer_text = agent.run("go", client, "fake", settings, cap)
+
+        # brute force: read the plan directly
+        steps = min(len(plan) + 1, cap)
+        ran = [(k, p) for k, p in enumerate(plan[:cap]) if p[2]]
+        assert len(shared_fake.requests) == steps, n
+        assert (code, answer_text) == ((0, "done") if len(plan) < cap else (3, "")), n
+        written = sorted(int(p.stem) for p in (ws / "out").glob("*.txt")) if (ws / "out").exists() else []
+        assert written == [k for k, p in ran if p[0] == "write_file"], n
+        shell_log = (ws / "shell.log").read_text().split() if (ws / "shell.log").exists() else []
+        assert shell_log == [str(k) for k, p in ran if p[0] == "run_shell"], n
+        assert not list((tmp_path / f"plan{n}").glob("escaped-*")), n
+        # every result the model saw is an error exactly when the plan's call should not run
+        seen = [m["content"] for m in shared_fake.requests[-1]["messages"] if m["role"] == "tool"]
+        expected = [p[2] for p in plan[:len(seen)]]
+        assert [not s.startswith("Error:") for s in seen] == expected, n
+        assert all(s == "hello notes" for s, p in zip(seen, plan) if p[0] == "read_file" and p[2]), n

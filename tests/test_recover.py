@@ -1,0 +1,179 @@
+"""Tests for recover.py: tool calls written as text, their near misses, and botched attempts.
+
+Each case is a whole model reply, many of them shapes seen from small models (see
+../shared/facts.md and issue 4). How the loop uses the results is tested against the fake
+server elsewhere, not here.
+"""
+
+import json
+
+import pytest
+
+from recover import failed_attempt, recover_calls
+
+NAMES = {"read_file", "write_file", "run_shell"}
+F = "```"  # a code fence, kept out of the strings below so they stay readable
+LS = '{"name": "run_shell", "arguments": {"command": "ls"}}'
+READ = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+
+
+def shell(command):
+    return ("run_shell", json.dumps({"command": command}))
+
+
+# (id, model reply, expected calls)
+RECOVERED = [
+    # Hermes / Qwen <tool_call> markup, as the chat templates of both local models ask for it.
+    ("hermes", f"<tool_call>\n{LS}\n</tool_call>", [shell("ls")]),
+    ("hermes-one-line", f"<tool_call>{LS}</tool_call>", [shell("ls")]),
+    ("hermes-no-end-tag", f"<tool_call>\n{LS}", [shell("ls")]),
+    ("hermes-spacing", '<tool_call>\n    {"name": "run_shell",\n  "arguments": {"command": "ls"}}\n  </tool_call>\n',
+     [shell("ls")]),
+    ("hermes-prose-around", f"I will list the files.\n<tool_call>\n{LS}\n</tool_call>\nThen I read them.",
+     [shell("ls")]),
+    ("hermes-two-in-a-row", f"<tool_call>\n{LS}\n</tool_call>\n<tool_call>\n{READ}\n</tool_call>",
+     [shell("ls"), ("read_file", '{"path": "a.py"}')]),
+    ("hermes-stray-brace", f"<tool_call>\n{LS}}}\n</tool_call>", [shell("ls")]),
+    ("hermes-python-literal", "<tool_call>{'name': 'run_shell', 'arguments': {'command': 'ls -la'}}</tool_call>",
+     [shell("ls -la")]),
+    ("other-tag", f"<function>\n{LS}\n</function>", [shell("ls")]),
+    ("hermes-in-xml-fence", f"{F}xml\n<tool_call>\n{LS}\n</tool_call>\n{F}", [shell("ls")]),
+    # Fenced JSON, as Qwen2.5-Coder-1.5B answered the fizzbuzz task (facts.md), blank lines and all.
+    ("fenced-json-facts", f'{F}json\n{{\n  "name": "run_shell",\n  "arguments": {{\n    "command": '
+     f'"python fizzbuzz.py"\n  }}\n}}\n{F}\n\n\n\n', [shell("python fizzbuzz.py")]),
+    ("fenced-plain", f"{F}\n{LS}\n{F}", [shell("ls")]),
+    ("fenced-tool_call", f"{F}tool_call\n{LS}\n{F}", [shell("ls")]),
+    ("fenced-indented", f"{F}json\n   {LS}\n{F}", [shell("ls")]),
+    ("fenced-unclosed", f"{F}json\n{LS}\n\n\n\n", [shell("ls")]),
+    ("fenced-prose-around", f"Let me run it.\n\n{F}json\n{LS}\n{F}\n\nThis will list the files.", [shell("ls")]),
+    ("fenced-list-of-two", f"{F}json\n[\n  {READ},\n  {LS}\n]\n{F}", [("read_file", '{"path": "a.py"}'), shell("ls")]),
+    # Bare JSON, as Qwen2.5-Coder answers through Ollama.
+    ("bare", LS, [shell("ls")]),
+    ("bare-spaces-around", f"\n  {LS}\n", [shell("ls")]),
+    ("bare-own-line-in-prose", f"Sure.\n{LS}\nDone.", [shell("ls")]),
+    ("bare-two-lines", f"{LS}\n{READ}", [shell("ls"), ("read_file", '{"path": "a.py"}')]),
+    # Argument shapes.
+    ("arguments-as-string", '{"name": "run_shell", "arguments": "{\\"command\\": \\"ls\\"}"}', [shell("ls")]),
+    ("openai-wrapper", '{"type": "function", "function": {"name": "run_shell", "arguments": "{\\"command\\": '
+     '\\"ls\\"}"}}', [shell("ls")]),
+    ("openai-wrapper-object", f'<tool_call>{{"id": "call_1", "type": "function", "function": {LS}}}</tool_call>',
+     [shell("ls")]),
+    ("parameters-for-arguments", '{"name": "run_shell", "parameters": {"command": "ls"}}', [shell("ls")]),
+    ("functions-prefix", '{"name": "functions.run_shell", "arguments": {"command": "ls"}}', [shell("ls")]),
+    ("empty-arguments", '<tool_call>{"name": "run_shell", "arguments": {}}</tool_call>', [("run_shell", "{}")]),
+    # Lenient JSON. Seen here: Qwen2.5-Coder-1.5B escaped single quotes, which JSON does not allow.
+    ("backslash-quote", '{"name": "run_shell", "arguments": {"command": "python -c \\\'print(\\"hi\\")\\\'"}}',
+     [shell("python -c 'print(\"hi\")'")]),
+    ("unknown-escape", '{"name": "run_shell", "arguments": {"command": "grep -E \\"\\d+\\" a.txt"}}',
+     [shell('grep -E "\\d+" a.txt')]),
+    ("trailing-commas", '{"name": "run_shell", "arguments": {"command": "ls", "timeout": null,},}',
+     [("run_shell", '{"command": "ls", "timeout": null}')]),
+    ("backslash-quote-and-raw-newline", '{"name": "write_file", "arguments": {"path": "a.sh", "content": '
+     '"echo \\\'hi\\\'\n"}}', [("write_file", json.dumps({"path": "a.sh", "content": "echo 'hi'\n"}))]),
+    ("raw-newlines", '{"name": "write_file", "arguments": {"path": "f.py", "content": "def f():\n  return {1: 2}\n"}}',
+     [("write_file", json.dumps({"path": "f.py", "content": "def f():\n  return {1: 2}\n"}))]),
+    ("python-literals", "{'name': 'write_file', 'arguments': {'path': 'x', 'content': 'it\\'s', 'force': True}}",
+     [("write_file", '{"path": "x", "content": "it\'s", "force": true}')]),
+    # Kimi K2 markup, as it stays in `content` when the server does not parse it (facts.md).
+    ("kimi", "<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>"
+     '{"command": "ls"}<|tool_call_end|><|tool_calls_section_end|>', [shell("ls")]),
+    ("kimi-no-end-markers", "<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0"
+     '<|tool_call_argument_begin|>{"command": "ls"}', [shell("ls")]),
+    ("kimi-spacing-no-prefix-no-index", "<|tool_calls_section_begin|>\n<|tool_call_begin|> run_shell "
+     '<|tool_call_argument_begin|>\n{"command": "ls"}\n<|tool_call_end|>\n', [shell("ls")]),
+    ("kimi-two-calls", "I'll look.<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0"
+     '<|tool_call_argument_begin|>{"path": "a.py"}<|tool_call_end|><|tool_call_begin|>functions.run_shell:1'
+     '<|tool_call_argument_begin|>{"command": "ls"}<|tool_call_end|><|tool_calls_section_end|>',
+     [("read_file", '{"path": "a.py"}'), shell("ls")]),
+    ("llama-function-tag", '<function=run_shell>{"command": "ls"}</function>', [shell("ls")]),
+]
+
+# (id, model reply): no call in there; running anything would run a command nobody asked for.
+NOT_CALLS = [
+    ("prose", "I created fizzbuzz.py and ran it: it prints the expected 15 lines."),
+    ("mentions-json", "I can answer in JSON if you like, e.g. with a name and arguments field."),
+    ("json-example", 'Here is a record:\n{"name": "Alice", "age": 3}'),
+    ("unknown-tool", '{"name": "delete_everything", "arguments": {"path": "/"}}'),
+    ("unknown-tool-kimi", '<|tool_call_begin|>functions.browse:0<|tool_call_argument_begin|>{"url": "x"}'),
+    ("dict-in-python-block", f"{F}python\ncall = {LS}\nprint(call)\n{F}"),
+    ("line-start-dict-in-python-block", f"{F}python\n{LS}\n{F}"),
+    ("list-item-in-code", f"{F}\ncalls = [\n{LS},\n{READ},\n]\n{F}"),
+    ("indented-dict-in-code", f"tools = [\n    {LS}\n]"),
+    ("mid-sentence", f"You could send {LS} to list the files."),
+    ("trailing-text-on-line", f"{LS} and then read the output"),
+    ("list-mixing-other-data", f'[{LS}, {{"name": "Alice", "age": 3}}]'),
+    ("schema-echo", '<tools>\n{"type": "function", "function": {"name": "run_shell", "description": "Run a command",'
+     ' "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}\n'
+     "</tools>"),
+    ("schema-without-description", '{"name": "run_shell", "parameters": {"type": "object", "properties": '
+     '{"command": {"type": "string"}}}}'),
+    ("no-arguments", '{"name": "run_shell"}'),
+    ("arguments-not-json", '{"name": "run_shell", "arguments": "ls -la"}'),
+    ("cut-off", '<tool_call>\n{"name": "run_shell", "arguments": {"command": "ls'),
+    ("extra-keys", '{"name": "run_shell", "arguments": {"command": "ls"}, "reason": "to look"}'),
+    ("empty", ""),
+]
+
+
+@pytest.mark.parametrize("text, expected", [case[1:] for case in RECOVERED], ids=[case[0] for case in RECOVERED])
+def test_recovers(text, expected):
+    assert recover_calls(text, NAMES) == expected
+
+
+@pytest.mark.parametrize("text", [case[1] for case in NOT_CALLS], ids=[case[0] for case in NOT_CALLS])
+def test_not_a_call(text):
+    assert recover_calls(text, NAMES) == []
+
+
+def test_only_known_names_count():
+    assert recover_calls(f"<tool_call>{LS}</tool_call>", {"read_file"}) == []
+
+
+def test_arguments_come_back_as_a_json_object_string():
+    [(name, arguments)] = recover_calls('{"name": "write_file", "arguments": {"path": "é.txt", "content": ""}}', NAMES)
+    assert name == "write_file" and json.loads(arguments) == {"path": "é.txt", "content": ""}
+
+
+# (id, model reply, a word the explanation must contain)
+FAILED = [
+    # Seen here: asked for fizzbuzz, Qwen2.5-Coder-1.5B echoed a tool schema, then wrote code.
+    ("schema-echo-then-code", '<tools>\n{"type": "function", "function": {"name": "write_file", "description": '
+     '"Write a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}\n</tools>\n\n'
+     f"{F}python\nfor i in range(1, 16):\n    print('FizzBuzz' if i % 15 == 0 else i)\n{F}", "definitions"),
+    ("broken-hermes-json", '<tool_call>\n{"name": "run_shell", "arguments": {"command": "ls"\n</tool_call>', "markup"),
+    ("broken-kimi-json", "<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0"
+     "<|tool_call_argument_begin|>{command: ls}<|tool_call_end|>", "markup"),
+    ("unknown-tool", '{"name": "search_web", "arguments": {"query": "fizzbuzz"}}', "search_web"),
+    ("unknown-tool-in-markup", '<tool_call>{"name": "python", "arguments": {"code": "1"}}</tool_call>', "python"),
+    ("bare-json-broken", '{"name": "run_shell", "arguments": {"command": "ls"}', "run_shell"),
+    ("call-in-python-block", f"{F}python\n{LS}\n{F}", "run_shell"),
+    ("call-mid-sentence", f"I will now send {LS} to list them.", "run_shell"),
+    ("python-style-call", 'run_shell(command="python fizzbuzz.py")', "run_shell"),
+    ("made-up-output", f"{F}python\nfor i in range(1, 4):\n    print(i)\n{F}\n\n**Output:**\n{F}\n1\n2\n3\n{F}",
+     "imagined"),
+    ("made-up-output-prose", f"{F}python\nprint(2 + 2)\n{F}\nWhen you run this code, it will output:\n4", "imagined"),
+    ("made-up-transcript", f"{F}console\n$ python fizzbuzz.py\n1\n2\nFizz\n{F}", "imagined"),
+]
+
+# Genuine final answers: no explanation, so the loop ends.
+FINAL = [
+    ("prose", "Done: fizzbuzz.py prints 1 to 15 with Fizz, Buzz and FizzBuzz, and I ran it to check."),
+    ("code-without-output", f"Here is the fix:\n{F}python\ndef add(a, b):\n    return a + b\n{F}\n"
+     "It prints nothing and returns the sum."),
+    ("usage-instructions", f"Run it with:\n{F}\n$ python fizzbuzz.py\n{F}"),
+    ("json-example", 'The config now reads:\n{"name": "Alice", "age": 3}'),
+    ("mentions-tool-in-prose", "I used run_shell to run the tests; all 4 passed."),
+]
+
+
+@pytest.mark.parametrize("text, word", [case[1:] for case in FAILED], ids=[case[0] for case in FAILED])
+def test_failed_attempt_explains(text, word):
+    assert recover_calls(text, NAMES) == []  # the loop asks failed_attempt only then
+    message = failed_attempt(text, NAMES)
+    assert message and word in message
+    assert "<tool_call>" in message and "read_file, run_shell, write_file" in message  # and says how to call
+
+
+@pytest.mark.parametrize("text", [case[1] for case in FINAL], ids=[case[0] for case in FINAL])
+def test_final_answer_is_not_a_failed_attempt(text):
+    assert failed_attempt(text, NAMES) is None

@@ -1,0 +1,285 @@
+"""The three tools the model may call, the schemas it sees, and the one dispatcher.
+
+The model only *proposes* a call. `dispatch` is where the harness decides what actually happens:
+it checks the name, parses and validates the arguments against the schema in `TOOLS`, asks the
+permission check, runs the plain function from `IMPLEMENTATIONS`, and turns every failure into an
+`Error: ...` string that goes back to the model, which can then correct itself. Nothing in here
+raises into the loop.
+
+Tool output is data. It is handed to the model as text and never parsed for instructions, so a
+file that says "ignore your rules" changes nothing about what the harness allows.
+
+Left out on purpose: edit/patch/search tools (the shell has grep and sed), globbing, web access,
+and any tool state kept between calls (each shell command is its own process).
+"""
+
+import json
+import os
+import selectors
+import signal
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import sandbox
+
+READ_CAP = 12_000  # bytes of a file handed to the model; a few thousand tokens
+OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
+
+# What goes over the wire, exactly. Descriptions are short: every request pays for them.
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a UTF-8 text file in the workspace.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "Path relative to the workspace."}},
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Create or replace a text file in the workspace with the full new content.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the workspace."},
+                    "content": {"type": "string", "description": "The complete file content."},
+                },
+                "required": ["path", "content"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run_shell",
+            "description": "Run a shell command in the workspace (no network). Returns exit code, stdout and stderr.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "A command for /bin/sh."}},
+                "required": ["command"],
+            },
+        },
+    },
+]
+
+
+@dataclass
+class Settings:
+    """What the tools may touch and how. Built once per run by agent.py."""
+
+    workspace: Path
+    timeout: float = 60.0  # seconds for one shell command
+    approval: str = "auto"  # "auto" | "ask" | "read-only"
+    sandbox: bool = True  # False only with --unsafe-no-sandbox
+    approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
+    secrets: list[str] = field(default_factory=list)  # never shown to the model
+
+
+class Refused(Exception):
+    """A call the permission check turned down."""
+
+
+def inside(path: str, settings: Settings) -> Path:
+    """Resolve `path` against the workspace, following symlinks, and refuse anything outside."""
+    root = settings.workspace.resolve()
+    # subtle: an absolute `path` replaces `root` in the join, and resolve() follows every symlink
+    # and `..`, so one containment test covers all three ways out.
+    target = (root / path).resolve()
+    if target != root and root not in target.parents:
+        raise Refused(f"{path!r} is outside the workspace")
+    return target
+
+
+def read_file(path: str, *, settings: Settings) -> str:
+    target = inside(path, settings)
+    # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the name resolve() checked is the file.
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{path!r} is not a regular file")
+        if info.st_nlink > 1:  # a hard link may be a way to a file outside the workspace
+            raise Refused(f"{path!r} has other hard links")
+        data = f.read(READ_CAP + 1)
+    if b"\0" in data[:8192]:
+        raise ValueError(f"{path!r} looks binary; only text files can be read")
+    text = data[:READ_CAP].decode("utf-8", errors="replace")
+    if len(data) > READ_CAP:
+        text += f"\n[cut: the file has {info.st_size} bytes; this shows the first {READ_CAP}]"
+    return text
+
+
+def write_file(path: str, content: str, *, settings: Settings) -> str:
+    target = inside(path, settings)
+    if ".git" in target.relative_to(settings.workspace.resolve()).parts:
+        raise Refused("writing inside .git is not allowed")
+    if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
+        raise Refused(f"{path!r} is not a plain file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Write a temporary file beside the target, then rename it over the target: a crash leaves
+    # either the old file or the new one, never half of each.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    lines = content.count("\n") + (not content.endswith("\n") and content != "")
+    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
+
+
+def run_shell(command: str, *, settings: Settings) -> str:
+    cwd = settings.workspace.resolve()
+    if settings.sandbox:
+        argv, preexec = sandbox.wrap(command, cwd), sandbox.limit_resources
+    else:
+        argv, preexec = ["/bin/sh", "-c", command], None
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=sandbox.environment(), preexec_fn=preexec, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,  # own process group
+    )
+    out, err, timed_out = collect(proc, settings.timeout)
+    parts = [f"timed out after {settings.timeout:g} s; the command and its children were killed"
+             if timed_out else f"exit code: {proc.returncode}"]
+    for name, data in (("stdout", out), ("stderr", err)):
+        if data:
+            parts.append(f"--- {name} ---\n{data}")
+    return "\n".join(parts)
+
+
+def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
+    """Read both pipes until they close or time runs out, keeping a head and a tail of each.
+
+    Whatever happens (normal exit, timeout, Ctrl-C), the whole process group is killed on the
+    way out, so a background child cannot outlive the call.
+    """
+    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    total = {proc.stdout: 0, proc.stderr: 0}
+    timed_out = False
+    with selectors.DefaultSelector() as sel:
+        for pipe in kept:
+            sel.register(pipe, selectors.EVENT_READ)
+        deadline = _now() + timeout
+        try:
+            while sel.get_map():
+                if _now() > deadline:
+                    timed_out = True
+                    _kill_group(proc)
+                    deadline = float("inf")  # now just drain what is left
+                for key, _ in sel.select(timeout=0.05):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buf = kept[key.fileobj]
+                    buf += chunk
+                    total[key.fileobj] += len(chunk)
+                    if len(buf) > 2 * OUTPUT_CAP:  # keep the true head and the latest tail
+                        del buf[OUTPUT_CAP:-OUTPUT_CAP]
+                if proc.poll() is not None:
+                    _kill_group(proc)  # the shell is done; pipes held open by its children close
+        finally:
+            _kill_group(proc)
+            proc.wait()
+            for pipe in kept:
+                pipe.close()
+    return (*(_shorten(kept[p], total[p]) for p in (proc.stdout, proc.stderr)), timed_out)
+
+
+def _shorten(buf: bytearray, total: int) -> str:
+    if total <= len(buf):
+        return buf.decode("utf-8", errors="replace")
+    head, tail = buf[:OUTPUT_CAP], buf[OUTPUT_CAP:]
+    return (head.decode("utf-8", errors="replace") + f"\n[... {total - len(buf)} bytes elided ...]\n"
+            + tail.decode("utf-8", errors="replace"))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def _now() -> float:
+    return os.times().elapsed
+
+
+IMPLEMENTATIONS = {"read_file": read_file, "write_file": write_file, "run_shell": run_shell}
+SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
+JSON_TYPES = {"string": str}
+
+
+def validate(name: str, args: dict) -> str | None:
+    """Check arguments against the tool's schema; return what is wrong, or None."""
+    schema = SCHEMAS[name]
+    missing = [k for k in schema["required"] if k not in args]
+    extra = [k for k in args if k not in schema["properties"]]
+    wrong = [f"{k} must be a {schema['properties'][k]['type']}" for k, v in args.items()
+             if k in schema["properties"] and not isinstance(v, JSON_TYPES[schema["properties"][k]["type"]])]
+    problems = ([f"missing argument(s): {', '.join(missing)}"] if missing else []) + \
+               ([f"unexpected argument(s): {', '.join(extra)}"] if extra else []) + wrong
+    return "; ".join(problems) or None
+
+
+def permission(name: str, args: dict, settings: Settings) -> str | None:
+    """The harness's own rules, in code. Returns why a call is refused, or None to allow it."""
+    if "path" in args:
+        try:
+            inside(args["path"], settings)
+        except Refused as refusal:
+            return str(refusal)
+    if name == "read_file":
+        return None
+    if settings.approval == "read-only":
+        return f"{name} is refused: this run is read-only"
+    if name == "run_shell" and settings.sandbox and not sandbox.available():
+        return ("run_shell is refused: no sandbox (bubblewrap) is available on this machine; "
+                "the user can allow unconfined commands with --unsafe-no-sandbox")
+    if settings.approval == "ask" and not (settings.approve and settings.approve(name, args)):
+        return f"the user declined this {name} call"
+    return None
+
+
+def dispatch(name: str, arguments: str, settings: Settings) -> str:
+    """Validate, check permission, run. Every failure is returned as an 'Error: ...' string."""
+    if name not in IMPLEMENTATIONS:
+        return f"Error: unknown tool {name!r}; the tools are {', '.join(IMPLEMENTATIONS)}"
+    try:
+        args = json.loads(arguments or "{}")
+    except json.JSONDecodeError as error:
+        return f"Error: the arguments are not valid JSON ({error})"
+    if not isinstance(args, dict):
+        return "Error: the arguments must be a JSON object"
+    problem = validate(name, args)
+    if problem:
+        return f"Error: {problem}"
+    refusal = permission(name, args, settings)
+    if refusal:
+        return f"Error: permission denied: {refusal}"
+    try:
+        result = IMPLEMENTATIONS[name](**args, settings=settings)
+    except Exception as error:  # the model sees what went wrong and can try something else
+        result = f"Error: {type(error).__name__}: {error}"
+    return redact(result, settings.secrets)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
