@@ -3,16 +3,19 @@
     python agent.py "Write fizzbuzz.py and run it for 1..20"
 
 `run` is the whole agent: send the conversation and the tool schemas to an OpenAI-compatible
-endpoint, append the reply exactly as it came back, run the tool it asks for through
-`tools.dispatch`, append the result, and repeat until the model answers in plain text or the
-turn cap is hit. Everything else in this file is the command line and printing.
+endpoint, append the reply as it came back, run the tool it asks for through `tools.dispatch`,
+append the result, and repeat until the model answers in plain text or the turn cap is hit.
+Small local models need a little more, and each piece is visible on screen when it acts: tool
+calls written as text are recovered (recover.py), a reply cut off at the token limit is never
+run, a reply that only looks like an answer gets one nudge, a call repeated in a row is stopped,
+and a context that overflows is compacted (`compact`, the one place history is rewritten).
 
-Printing goes to stderr through rich, always with markup off for model and tool text (code is
-full of [brackets]); stdout gets only the final answer, so `python agent.py ... > answer.txt`
-captures just that.
+Everything else here is the model call (`caller`), printing, and the command line. Printing goes
+to stderr through rich with markup off for model and tool text (code is full of [brackets]);
+stdout gets only the final answer, so `python agent.py ... > answer.txt` captures just that.
 
-Left out on purpose: streaming, several tool calls run in parallel, a chat REPL, and any
-memory between runs.
+Left out on purpose: streaming, running several tool calls at once, a chat REPL, memory between
+runs, and summarising old turns with the model (stubs are cheaper and predictable).
 """
 
 import argparse
@@ -21,6 +24,8 @@ import json
 import os
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import openai
@@ -30,7 +35,9 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-from prompts import SYSTEM_PROMPT
+import prompts
+import transcript
+from recover import failed_attempt, recover_calls
 from tools import TOOLS, Settings, dispatch
 
 EXIT_CODES = {
@@ -38,54 +45,242 @@ EXIT_CODES = {
     1: "the model endpoint failed (unreachable, or an HTTP error after retries)",
     2: "usage or configuration error",
     3: "the turn cap was reached without a final answer",
+    4: "the context is full even after compacting old tool results",
+    5: "the model repeated the same tool call too often",
     130: "interrupted (Ctrl-C)",
 }
+NAMES = {tool["function"]["name"] for tool in TOOLS}
 MAX_REPLY_TOKENS = 2048  # one reply; enough for a whole small file in a write_file call
+MAX_NUDGES = 2  # replies that look like a botched call before one is taken as the answer
+MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the run
+KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 
 console = Console(stderr=True, highlight=False)
 
 
-class EndpointError(Exception):
-    """The model endpoint failed in a way only the user can fix."""
+class Stop(Exception):
+    """The run cannot go on; `code` is the exit code, the message says why and what to do."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
 
 
-def run(task: str, client: openai.OpenAI, model: str, settings: Settings, max_turns: int) -> tuple[int, str]:
-    """The agent loop. Returns (exit code, final answer)."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
+def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True,
+        log=lambda event, **data: None) -> tuple[int, str]:
+    """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
+    messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
+    last_call, streak, nudges, ran_any = None, 0, 0, False
     for turn in range(1, max_turns + 1):
-        started = time.monotonic()
-        response = complete(client, model=model, messages=messages, tools=TOOLS, tool_choice="auto",
-                            parallel_tool_calls=False, temperature=0, max_completion_tokens=MAX_REPLY_TOKENS)
-        message = response.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))  # exactly as returned: append-only
-        show_reply(message)
-        show_usage(turn, max_turns, response, time.monotonic() - started)
-        if not message.tool_calls:
-            return 0, message.content or ""
-        for call in message.tool_calls:  # every call gets exactly one answer, matched by id
-            show_call(call.function.name, call.function.arguments)
-            result = dispatch(call.function.name, call.function.arguments, settings)
+        choice = ask(messages).choices[0]
+        message = choice.message
+        calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
+        if not calls and recover and message.content:
+            calls = [(f"recovered_{turn}_{i}", name, args)
+                     for i, (name, args) in enumerate(recover_calls(message.content, NAMES))]
+            if calls:
+                note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text", log)
+        messages.append(as_history(message, calls))  # as returned; recovered calls made structured
+        if choice.finish_reason == "length":  # cut off mid-reply: never run half a call
+            note("cut_off", "the reply hit the token limit; nothing in it was run", log)
+            messages += [{"role": "tool", "tool_call_id": call_id, "content": prompts.CUT_OFF_CALL}
+                         for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
+            continue
+        if not calls:
+            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", ran_any)
+            if not problem:
+                return 0, message.content or ""
+            nudges += 1
+            note("nudge", problem, log)
+            messages.append({"role": "user", "content": problem})
+            continue
+        for call_id, name, arguments in calls:  # every call gets exactly one answer, matched by id
+            streak = streak + 1 if (name, canonical(arguments)) == last_call else 1
+            last_call = (name, canonical(arguments))
+            if streak > MAX_REPEATS:
+                raise Stop(5, f"stopped: the model made the same {name} call {streak} times in a row")
+            show_call(name, arguments)
+            result = prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else \
+                dispatch(name, arguments, settings)
             show_result(result)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+            ran_any = True
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
 
 
-def complete(client: openai.OpenAI, **request):
-    """One model call. The client already retries connection errors and 5xx with backoff."""
-    with console.status("waiting for the model"):
+def as_history(message, calls: list) -> dict:
+    """The assistant message for the history: exactly as returned, unless its calls were
+    recovered from text; then the calls are written as structured tool_calls (and the text,
+    which the server would otherwise render again next to them, is dropped), so every later
+    request is valid and shows the model what a proper call looks like."""
+    if message.tool_calls or not calls:
+        return message.model_dump(exclude_none=True)
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+        for call_id, name, args in calls]}
+
+
+def not_an_answer(text: str, ran_any: bool) -> str | None:
+    """Why a reply with no tool call is not yet a final answer, or None if it is one."""
+    problem = failed_attempt(text, NAMES)
+    if problem is None and not ran_any and "```" in text:
+        problem = prompts.NO_TOOL_YET  # code shown, nothing saved or run
+    return problem
+
+
+def canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (json.JSONDecodeError, TypeError):
+        return arguments
+
+
+# --- the model call ---------------------------------------------------------------------------
+
+class ContextOverflow(Exception):
+    """The request is larger than the server's context window."""
+
+
+class ParserError(Exception):
+    """The server could not parse the model's reply into a tool call (llama-server: HTTP 500)."""
+
+
+def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
+           log=lambda event, **data: None, show_request: bool = False):
+    """ask(messages) for `run`: build the request, send it, account for it and show it.
+
+    A parser error gets one corrective note and one retry; an overflow compacts the history
+    and retries. `send(request)` is the live endpoint, or a recorded transcript in --replay.
+    """
+    def ask(messages: list):
+        retried = False
+        while True:
+            request = dict(model=model, messages=messages, tools=TOOLS, tool_choice="auto",
+                           parallel_tool_calls=False, temperature=0, max_completion_tokens=MAX_REPLY_TOKENS)
+            log("request", turn=totals["turns"] + 1, body=request)
+            if show_request:
+                console.print(Syntax(json.dumps(request, indent=2, ensure_ascii=False), "json", word_wrap=True))
+            started = time.monotonic()
+            try:
+                with console.status("waiting for the model"):
+                    response = send(request)
+            except ParserError as error:
+                if retried:
+                    raise Stop(1, f"error: the server could not parse the model's reply twice ({error})")
+                retried = True
+                note("parser_error", f"the server could not parse the reply ({error}); asking again", log)
+                messages.append({"role": "user", "content": prompts.SERVER_PARSE_ERROR.format(error=error)})
+                continue
+            except ContextOverflow as error:
+                if not compact(messages, *error.args, log=log):
+                    raise Stop(4, "stopped: the conversation no longer fits the model's context, even "
+                                  "with old tool results removed (use a larger -c on the server)") from None
+                continue
+            seconds = time.monotonic() - started
+            usage = response.usage
+            totals["turns"] += 1
+            totals["seconds"] += seconds
+            if usage:
+                cached = getattr(usage.prompt_tokens_details, "cached_tokens", None) or 0
+                totals["prompt_tokens"] += usage.prompt_tokens
+                totals["cached_tokens"] += cached
+                totals["completion_tokens"] += usage.completion_tokens
+            body = response.model_dump(exclude_none=True)
+            log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
+            if show_request:
+                console.print(Syntax(json.dumps(body, indent=2, ensure_ascii=False), "json", word_wrap=True))
+            show_reply(response.choices[0].message)
+            show_usage(totals["turns"], max_turns, body, seconds, n_ctx)
+            return response
+
+    return ask
+
+
+def live(client: openai.OpenAI):
+    """send(request) against a real endpoint, with its failures sorted into what the harness
+    can handle (overflow, parser error) and what only the user can fix (Stop with exit 1)."""
+    def send(request: dict):
         try:
             response = client.chat.completions.create(**request)
         except openai.APIConnectionError as error:
-            raise EndpointError(f"cannot reach the model endpoint at {client.base_url} ({error})") from None
+            raise Stop(1, f"error: cannot reach the model endpoint at {client.base_url} ({error}). "
+                          "Is the server running? Start one with scripts/serve.py, or point "
+                          "--base-url / OPENAI_BASE_URL at another.") from None
         except openai.APIStatusError as error:
-            raise EndpointError(f"the model endpoint at {client.base_url} answered HTTP "
-                                f"{error.status_code}: {error.message}") from None
-    if not getattr(response, "choices", None):
-        raise EndpointError(f"the model endpoint at {client.base_url} sent a reply with no choices")
-    return response
+            body = error.body if isinstance(error.body, dict) else {}
+            kind = f"{body.get('type')} {body.get('code')}"
+            if error.status_code == 400 and ("exceed_context" in kind or "context_length" in kind):
+                raise ContextOverflow(body.get("n_prompt_tokens"), body.get("n_ctx")) from None
+            if error.status_code == 500:
+                raise ParserError(error.message) from None
+            raise Stop(1, f"error: the model endpoint at {client.base_url} answered HTTP "
+                          f"{error.status_code}: {error.message}") from None
+        if not getattr(response, "choices", None):
+            raise Stop(1, f"error: the model endpoint at {client.base_url} sent a reply with no choices")
+        return response
+
+    return send
+
+
+def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
+    """Make room: replace the oldest tool results and written file bodies with short stubs.
+
+    The system prompt, the task and the last KEEP_RECENT messages stay as they were. Returns
+    False when there was nothing left to shrink. The only place history is ever rewritten.
+    """
+    total = sum(len(json.dumps(m)) for m in messages)
+    # aim at 70% of the window, so the next few turns fit too; without numbers, free half
+    want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
+    freed = 0
+    for m in messages[2:-KEEP_RECENT]:
+        if freed >= want:
+            break
+        if m["role"] == "tool" and len(m["content"]) > 200:
+            stub = f"[compacted: {len(m['content'])} characters of old output removed to fit the context]"
+            freed += len(m["content"]) - len(stub)
+            m["content"] = stub
+        for call in m.get("tool_calls") or []:
+            args = call["function"]["arguments"]
+            if call["function"]["name"] == "write_file" and len(args) > 200:
+                stub = json.dumps({**parse_json_object(args), "content": "[compacted]"})
+                freed += len(args) - len(stub)
+                call["function"]["arguments"] = stub
+    if freed > 0:
+        note("compacted", f"context full ({n_prompt or '?'} of {n_ctx or '?'} tokens): replaced old "
+                          f"tool output with stubs, freeing {freed} characters", log)
+    return freed > 0
+
+
+def check_endpoint(base_url: str, api_key: str) -> int | None:
+    """Start-up check: is the server there, and (llama-server only) how large is its context
+    and can its chat template do tools? One GET; a plain OpenAI-compatible server answers 404
+    and is left alone. Returns the context size when the server tells it."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    request = urllib.request.Request(f"{root}/props", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            props = json.loads(response.read())
+        n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
+        tools_ok = props.get("chat_template_caps", {}).get("supports_tool_calls")
+    except urllib.error.HTTPError:
+        return None  # the server is there, but is not llama-server
+    except (urllib.error.URLError, OSError) as error:
+        raise Stop(1, f"error: cannot reach the model endpoint at {base_url} ({error}). Is the server "
+                      "running? Start one with scripts/serve.py, or point --base-url / OPENAI_BASE_URL "
+                      "at another.") from None
+    except (ValueError, AttributeError):
+        return None
+    if tools_ok is False:
+        console.print("warning: the server's chat template does not support tool calls; calls "
+                      "will arrive as text (recovered where possible)", style="yellow")
+    if isinstance(n_ctx, int) and n_ctx < 4 * MAX_REPLY_TOKENS:
+        console.print(f"warning: the server's context is only {n_ctx} tokens; long runs will be "
+                      "compacted (start llama-server with a larger -c)", style="yellow")
+    return n_ctx if isinstance(n_ctx, int) else None
 
 
 # --- printing -------------------------------------------------------------------------------
@@ -93,6 +288,12 @@ def complete(client: openai.OpenAI, **request):
 def printable(text: str) -> str:
     """Model text can hold lone surrogates (a JSON "\\ud800"), which no terminal can encode."""
     return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+def note(kind: str, text: str, log=lambda event, **data: None) -> None:
+    """Something the harness did on its own initiative: shown, and kept in the transcript."""
+    console.print(Text(f"⚑ {printable(text)}", style="yellow"))
+    log("note", kind=kind, text=text)
 
 
 def show_reply(message) -> None:
@@ -120,22 +321,46 @@ def show_result(result: str) -> None:
     console.print(Text(shown, style="red" if result.startswith("Error:") else "green"))
 
 
-def show_usage(turn: int, max_turns: int, response, seconds: float) -> None:
-    usage = response.usage
-    prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else ("?", "?")
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None)
-    console.print(f"turn {turn}/{max_turns} · prompt {prompt} tokens"
-                  f"{f' ({cached} cached)' if cached is not None else ''} · completion {completion}"
-                  f" · {seconds:.1f} s", style="dim")
+def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int | None) -> None:
+    """One dim line a turn: how full the context is, what the prompt cache saved, how fast."""
+    usage = body.get("usage") or {}
+    prompt, completion = usage.get("prompt_tokens", "?"), usage.get("completion_tokens", "?")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    speed = (body.get("timings") or {}).get("predicted_per_second")
+    parts = [f"turn {turn}/{max_turns}", f"context {prompt}/{n_ctx or '?'}",
+             *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None else []),
+             f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]
+    console.print(" · ".join(parts), style="dim", soft_wrap=True)
 
 
 def parse_json_object(text: str) -> dict:
     try:
         value = json.loads(text or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, TypeError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def render(events: list[dict]) -> int:
+    """Print a recorded transcript with the same look as the live run."""
+    n_ctx = max_turns = None
+    for event in events:
+        if event["event"] == "start":
+            console.print(Text(event["task"]), style="bold magenta")
+            n_ctx, max_turns = event["config"].get("n_ctx"), event["config"].get("max_turns")
+        elif event["event"] == "response":
+            show_reply(openai.types.chat.ChatCompletion.model_validate(event["body"]).choices[0].message)
+            show_usage(event["turn"], max_turns, event["body"], event["seconds"], n_ctx)
+        elif event["event"] == "tool":
+            show_call(event["name"], event["arguments"])
+            show_result(event["result"])
+        elif event["event"] == "note":
+            note(event["kind"], event["text"])
+        elif event["event"] == "end":
+            if event.get("answer"):
+                console.print(Markdown(printable(event["answer"])))
+            console.print(f"exit code {event['exit_code']}: {EXIT_CODES.get(event['exit_code'], '?')}", style="dim")
+    return 0
 
 
 def asker(workspace: Path):
@@ -146,13 +371,13 @@ def asker(workspace: Path):
         if name in always:
             return True
         if name == "write_file":
-            target = (workspace / args["path"])
+            target = workspace / args["path"]
             old = target.read_text(errors="replace").splitlines(True) if target.is_file() else []
             diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
                                                 f"a/{args['path']}", f"b/{args['path']}"))
-            console.print(Syntax(diff or "(no change)", "diff"))
+            console.print(Syntax(printable(diff) or "(no change)", "diff"))
         else:
-            console.print(Text(f"$ {args['command']}", style="bold"))
+            console.print(Text(f"$ {printable(args['command'])}", style="bold"))
         try:
             answer = console.input("allow? [y]es / [n]o / [a]lways for this run: ").strip().lower()
         except EOFError:
@@ -174,7 +399,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
         epilog="exit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", help="what the agent should do")
+    parser.add_argument("task", nargs="?", help="what the agent should do")
     parser.add_argument("--base-url", default=env.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
                         help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
     parser.add_argument("--model", default=env.get("MODEL") or "local-kimi", help="model name (env MODEL)")
@@ -190,6 +415,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "read-only: refuse writes and commands (env TOOLOOP_APPROVAL)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run shell commands unconfined when bubblewrap is missing (dangerous)")
+    parser.add_argument("--no-recover", action="store_true",
+                        help="take the reply's text as the final answer even when it holds a tool call")
+    parser.add_argument("--no-check", action="store_true", help="skip the start-up check of the endpoint")
+    parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
+                        help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
+                             ".tooloop/<time>.jsonl in the workspace; 'off' for none)")
+    parser.add_argument("--show-request", action="store_true",
+                        help="print each request body (with tool schemas) and raw response")
+    parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
+    parser.add_argument("--render", metavar="FILE", help="print a transcript as a conversation and exit")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
@@ -197,29 +432,61 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--max-turns and --timeout must be positive")
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace!r} is not a folder")
+    for name in ("replay", "render"):
+        if getattr(args, name) and not Path(getattr(args, name)).is_file():
+            parser.error(f"--{name}: no such file {getattr(args, name)!r}")
+    if not (args.task or args.replay or args.render):
+        parser.error("give a task, or --replay FILE, or --render FILE")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console.quiet = args.quiet
+    if args.render:
+        return render(transcript.read(args.render))
+    recorded = transcript.read(args.replay) if args.replay else []
+    task = args.task or next((e["task"] for e in recorded if e["event"] == "start"), "")
     workspace = Path(args.workspace).resolve()
+    secrets = [args.api_key] if args.api_key != "local" and len(args.api_key) >= 6 else []
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
-                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace),
-                        secrets=[args.api_key] if args.api_key != "local" and len(args.api_key) >= 6 else [])
-    client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, timeout=600, max_retries=2)
-    console.print(Text(args.task), style="bold magenta")
+                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets)
+    path = args.transcript or workspace / ".tooloop" / time.strftime("%Y%m%d-%H%M%S.jsonl")
+    log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets)
+    totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+    code, answer = 130, ""
+    console.print(Text(task), style="bold magenta")
     try:
-        code, answer = run(args.task, client, args.model, settings, args.max_turns)
-    except EndpointError as error:
+        if recorded:
+            send, check = transcript.replayer(recorded)
+            hook = lambda event, **data: (log(event, **data), check(event, **data))  # noqa: E731
+            n_ctx = next((e["config"].get("n_ctx") for e in recorded if e["event"] == "start"), None)
+        else:
+            client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, timeout=600, max_retries=1)
+            send, check, hook = live(client), None, log
+            n_ctx = None if args.no_check else check_endpoint(args.base_url, args.api_key)
+        log("start", task=task, config={"base_url": args.base_url, "model": args.model, "n_ctx": n_ctx,
+                                        "max_turns": args.max_turns, "workspace": str(workspace),
+                                        "approval": args.approval, "sandbox": settings.sandbox,
+                                        "recover": not args.no_recover, "replay": args.replay})
+        ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
+        code, answer = run(task, ask, settings, args.max_turns, not args.no_recover, hook)
+    except Stop as stop:
+        code = stop.code
         console.quiet = False
-        console.print(f"error: {error}. Is the server running? Start it with scripts/serve.py, "
-                      "or point --base-url / OPENAI_BASE_URL at another one.", style="bold red", markup=False)
-        return 1
+        console.print(str(stop), style="bold red", markup=False)
+    except LookupError as error:  # --replay ran past the end of the recording
+        code = 1
+        console.print(f"replay: {error}; the run diverged from the recording", style="bold red", markup=False)
     except KeyboardInterrupt:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
-        return 130
+    finally:
+        log("end", exit_code=code, answer=answer, totals=totals)
+    if args.replay:
+        for line in check.divergences:
+            console.print(Text(f"replay diverges: {line}", style="yellow"))
+        console.print(f"replay: {len(check.divergences)} divergence(s) from the recording", style="bold")
     if code == 0:
         console.print(Markdown(printable(answer)))
         print(printable(answer))

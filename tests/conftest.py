@@ -34,7 +34,9 @@ def run_agent(fake, workspace, capsys):
 
     def run(*script, task="do the task", flags=()):
         fake.script = list(script)
-        code = agent.main(["--base-url", fake.url, "--workspace", str(workspace), *flags, task])
+        log = workspace.parent / "transcript.jsonl"  # outside the workspace, so tests see only what tools did
+        code = agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log),
+                           *flags, task])
         out, err = capsys.readouterr()
         return code, out, err
 

@@ -266,4 +266,4 @@ def test_screen_shows_calls_results_and_usage_with_markup_off(run_agent, workspa
     assert "→ write_file x.py" in err
     assert "[bold]1[/bold]" in err  # file text is shown literally, not as rich markup
     assert "wrote 19 bytes (1 lines) to x.py" in err
-    assert "turn 1/20 · prompt" in err and "turn 2/20" in err
+    assert "turn 1/20 · context 146/? · cached 0 · new 146 · out " in err and "turn 2/20" in err

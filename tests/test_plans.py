@@ -17,6 +17,8 @@ import tools
 from fake_server import answer, call, reply
 
 # kind -> (tool name, arguments as sent, does it run?)
+PLANS = int(__import__("os").environ.get("PLANS_N", 3000))
+
 KINDS = {
     "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": str(k)}, True),
     "shell": lambda k: ("run_shell", {"command": f"echo {k} >> shell.log"}, True),
@@ -53,7 +55,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
     monkeypatch.setattr(agent.console, "quiet", True)
     client = openai.OpenAI(base_url=shared_fake.url, api_key="local", max_retries=0)
     rng = random.Random(32)
-    for n in range(3000):
+    for n in range(PLANS):
         plan = [KINDS[rng.choice(list(KINDS))](k) for k in range(rng.randint(0, 9))]
         cap = rng.randint(1, 8)
         ws = tmp_path / f"plan{n}" / "ws"

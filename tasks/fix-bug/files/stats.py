@@ -1,0 +1,13 @@
+"""Small statistics helpers."""
+
+
+def mean(values):
+    return sum(values) / len(values)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2 == 1:
+        return ordered[middle]
+    return (ordered[middle] + ordered[middle + 1]) / 2

@@ -1,0 +1,109 @@
+"""End to end: the real OpenAI client and the real agent against a real llama-server.
+
+The server runs Qwen2.5-Coder-0.5B-Instruct (see tests/llama.py and the `llama_server` fixture in
+conftest.py); `scripts/test` builds and fetches it once. These tests check the plumbing that a
+scripted fake cannot: that our tool schemas pass llama-server's chat template and come back as
+a valid reply, that the agent's command line talks to a real server and keeps stdout for the
+answer alone, and that an append-only history is served from the prompt cache.
+
+Left out on purpose: judging what a 0.5B model says (temperature 0 keeps it repeatable, not
+right), and speed (benchmarks print figures; tests do not time).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import openai
+import pytest
+
+from llama import ROOT
+from prompts import SYSTEM_PROMPT
+from tools import TOOLS
+
+TOOL_NAMES = {tool["function"]["name"] for tool in TOOLS}
+
+
+@pytest.fixture
+def client(llama_server):
+    return openai.OpenAI(base_url=llama_server.url, api_key="local", max_retries=0, timeout=300)
+
+
+def ask(client, server, messages, **request):
+    """One chat request shaped like the agent's."""
+    return client.chat.completions.create(model=server.model, messages=messages, temperature=0,
+                                          **{"max_completion_tokens": 128, **request})
+
+
+def test_request_with_tool_schemas_round_trips(client, llama_server):
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": "What is in the file notes.txt?"}]
+    bare = ask(client, llama_server, messages, max_completion_tokens=1)
+    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto", parallel_tool_calls=False)
+
+    # The schemas reached the model: the chat template renders them into the prompt, all of them.
+    assert response.usage.prompt_tokens > bare.usage.prompt_tokens + 20 * len(TOOLS)
+    choice = response.choices[0]
+    assert choice.message.role == "assistant"
+    assert choice.finish_reason in ("stop", "tool_calls", "length")
+    # Whatever the model chose, the reply is well formed: text, or calls to tools we offered with
+    # JSON arguments, each with an id to answer it by.
+    assert choice.message.content or choice.message.tool_calls
+    for call in choice.message.tool_calls or []:
+        assert call.id and call.function.name in TOOL_NAMES
+        assert isinstance(json.loads(call.function.arguments), dict)
+
+
+def test_forced_tool_call_comes_back_as_tool_calls(client, llama_server):
+    """With tool_choice='required' the server constrains the reply to a call of one of our tools."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": "Read the file notes.txt."}]
+    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="required",
+                   parallel_tool_calls=False)
+    [call] = response.choices[0].message.tool_calls
+    assert call.function.name in TOOL_NAMES
+    assert isinstance(json.loads(call.function.arguments), dict)
+
+
+def test_append_only_history_reuses_the_prompt_cache(client, llama_server):
+    """The second request repeats the first one's prompt verbatim, so the server skips it."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": "Write a Python function that reverses a string."}]
+    first = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto")
+    message = first.choices[0].message
+    messages.append(message.model_dump(exclude_none=True))  # exactly as returned, like the agent
+    for call in message.tool_calls or []:  # every call answered, so the history stays valid
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error: not run in this test"})
+    messages.append({"role": "user", "content": "Now name the function in one word."})
+    second = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto")
+
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert second.usage.prompt_tokens > first.usage.prompt_tokens
+    assert cached >= 0.9 * first.usage.prompt_tokens, (cached, first.usage.prompt_tokens)
+
+
+def run_agent(llama_server, tmp_path, task, *flags):
+    """The real command line, as a user runs it, in a folder with no .env."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at 80 columns when not on a terminal
+    return subprocess.run(
+        [sys.executable, str(ROOT / "agent.py"), "--base-url", llama_server.url, "--model", llama_server.model,
+         "--workspace", str(workspace), *flags, task],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+
+
+def test_agent_answers_through_a_real_server(llama_server, tmp_path):
+    task = "Say hello in one short sentence. Do not use any tool."
+    result = run_agent(llama_server, tmp_path, task, "--max-turns", "3")
+
+    assert result.returncode in (0, 3), result.stderr[-3000:]
+    assert task in result.stderr  # the task, the replies and the usage lines go to stderr ...
+    assert re.search(r"turn 1/3 · prompt \d+ tokens", result.stderr)
+    if result.returncode == 0:  # ... and stdout carries the final answer alone
+        assert result.stdout.strip()
+        assert task not in result.stdout and "turn 1/3" not in result.stdout
+    else:
+        assert result.stdout == ""

@@ -1,0 +1,79 @@
+"""Transcripts: one JSON line per event of a run, written as it happens; and their replay.
+
+A run's events, in order:
+
+    {"event": "start", "task": ..., "config": {...}, "time": ...}     config has no API key
+    {"event": "request", "turn": 1, "body": {...}}                     exactly what was sent
+    {"event": "response", "turn": 1, "body": {...}, "seconds": ...}    exactly what came back
+    {"event": "tool", "turn": 1, "id": ..., "name": ..., "arguments": ..., "result": ...}
+    {"event": "note", "kind": "recovered" | "compacted" | ..., "text": ...}
+    {"event": "end", "exit_code": 0, "answer": ..., "totals": {...}}
+
+Each line is flushed before the run goes on, so a crash or Ctrl-C loses nothing already done,
+and the whole line is passed through the secret filter first, so the API key never lands here.
+
+Left out on purpose: rotation, compression, and any index across runs (a folder of .jsonl files
+and `grep` are enough).
+"""
+
+import json
+import time
+from pathlib import Path
+
+from openai.types.chat import ChatCompletion
+
+
+def writer(path: Path, secrets: list[str]):
+    """A log(event, **data) function appending to `path`; log.close() ends it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.name == ".tooloop" and not (path.parent / ".gitignore").exists():
+        (path.parent / ".gitignore").write_text("*\n")  # the folder keeps itself out of git
+    file = path.open("a", encoding="utf-8")
+
+    def log(event: str, **data) -> None:
+        line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)
+        for secret in secrets:
+            line = line.replace(secret, "[redacted]")
+        file.write(line + "\n")
+        file.flush()
+
+    log.close = file.close
+    return log
+
+
+def read(path: Path) -> list[dict]:
+    """The events of a transcript; a last line cut short by a crash is skipped."""
+    events = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+def replayer(events: list[dict]):
+    """(ask, check): the model's recorded replies in order, and a log hook that reports where
+    the tools now give a different result than when the run was recorded."""
+    replies = iter(ChatCompletion.model_validate(e["body"]) for e in events if e["event"] == "response")
+    recorded = iter([e for e in events if e["event"] == "tool"])
+    divergences = []
+
+    def ask(messages: list) -> ChatCompletion:
+        reply = next(replies, None)
+        if reply is None:
+            raise LookupError("the transcript has no more model replies")
+        return reply
+
+    def check(event: str, **data) -> None:
+        if event != "tool":
+            return
+        before = next(recorded, None)
+        if before is None or (before["name"], before["arguments"]) != (data["name"], data["arguments"]):
+            divergences.append(f"call {data['name']} {data['arguments']} was not in the recording")
+        elif before["result"] != data["result"]:
+            divergences.append(f"{data['name']} {data['arguments']} gave a different result:\n"
+                               f"  recorded: {before['result'][:200]!r}\n  now:      {data['result'][:200]!r}")
+
+    check.divergences = divergences
+    return ask, check
