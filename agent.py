@@ -31,6 +31,7 @@ from pathlib import Path
 import openai
 from dotenv import dotenv_values
 from rich.console import Console
+from rich.highlighter import JSONHighlighter
 from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
@@ -163,7 +164,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                            parallel_tool_calls=False, temperature=0, max_completion_tokens=MAX_REPLY_TOKENS)
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
-                console.print(Syntax(json.dumps(request, indent=2, ensure_ascii=False), "json", word_wrap=True))
+                show_json("request", request)
             started = time.monotonic()
             try:
                 with console.status("waiting for the model"):
@@ -192,7 +193,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             body = response.model_dump(exclude_none=True)
             log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
             if show_request:
-                console.print(Syntax(json.dumps(body, indent=2, ensure_ascii=False), "json", word_wrap=True))
+                show_json("response", body)
             show_reply(response.choices[0].message)
             show_usage(totals["turns"], max_turns, body, seconds, n_ctx)
             return response
@@ -294,6 +295,13 @@ def note(kind: str, text: str, log=lambda event, **data: None) -> None:
     """Something the harness did on its own initiative: shown, and kept in the transcript."""
     console.print(Text(f"⚑ {printable(text)}", style="yellow"))
     log("note", kind=kind, text=text)
+
+
+def show_json(title: str, body: dict) -> None:
+    """A request or response body, exactly, highlighted and never re-wrapped (copy-pasteable)."""
+    console.rule(title, style="dim")
+    text = JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False))))
+    console.print(text, soft_wrap=True)
 
 
 def show_reply(message) -> None:

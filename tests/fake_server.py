@@ -48,6 +48,7 @@ class FakeServer:
     def __init__(self):
         self.script: list = []
         self.requests: list[dict] = []
+        self.gets: list[str] = []  # paths of GET requests (the agent's start-up check)
         self.extra_routes: dict[str, tuple[int, dict]] = {}  # GET path -> (status, JSON body)
         server = self
 
@@ -59,6 +60,7 @@ class FakeServer:
                 pass
 
             def do_GET(self):
+                server.gets.append(self.path)
                 status, body = server.extra_routes.get(self.path, (404, {"error": "not found"}))
                 self._send(status, body)
 

@@ -1,0 +1,158 @@
+"""What the loop does for small local models, against the scripted endpoint: calls recovered from
+text, cut-off replies, nudges, server parser errors, context overflow, repeated calls, the
+start-up check. (The text formats themselves are covered in test_recover.py.)"""
+
+import json
+
+import agent
+import prompts
+from fake_server import Status, answer, call, reply
+
+FENCED = 'I will write it.\n```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": "print(1)\\n"}}\n```'
+KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>"
+        '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
+
+
+def test_a_call_written_as_text_is_recovered_and_run(run_agent, fake, workspace):
+    code, out, err = run_agent(answer(FENCED), answer("done"))
+    assert code == 0 and out == "done\n"
+    assert (workspace / "a.py").read_text() == "print(1)\n"
+    assert "recovered 1 tool call(s) from the reply's text" in err
+    # the history sent back is valid: a structured call, answered by a tool message with its id
+    assistant, result = fake.requests[1]["messages"][2:]
+    assert assistant == {"role": "assistant", "content": "", "tool_calls": [{
+        "id": "recovered_1_0", "type": "function",
+        "function": {"name": "write_file", "arguments": '{"path": "a.py", "content": "print(1)\\n"}'}}]}
+    assert result == {"role": "tool", "tool_call_id": "recovered_1_0", "content": "wrote 9 bytes (1 lines) to a.py"}
+
+
+def test_kimi_markup_is_recovered(run_agent, fake, workspace):
+    code, _, _ = run_agent(answer(KIMI), answer("done"))
+    assert code == 0 and (workspace / "b.txt").read_text() == "hi\n"
+
+
+def test_without_recovery_the_text_is_taken_as_the_answer(run_agent, fake, workspace):
+    code, out, _ = run_agent(answer(FENCED), flags=["--no-recover"])
+    assert code == 0 and out == FENCED + "\n"
+    assert not (workspace / "a.py").exists() and len(fake.requests) == 1
+
+
+def test_text_that_only_mentions_json_is_an_answer(run_agent, fake):
+    text = 'The config is JSON, e.g. {"name": "Alice", "age": 3}. Nothing else to do.'
+    code, out, _ = run_agent(answer(text))
+    assert code == 0 and out == text + "\n" and len(fake.requests) == 1
+
+
+def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
+    echo = '<tools>{"name": "run_shell", "parameters": {"properties": {"command": {}}}}</tools>\n```python\nprint(1)\n```'
+    code, out, err = run_agent(answer(echo), answer(echo), answer(echo))
+    assert code == 0 and out == echo + "\n"  # after MAX_NUDGES nudges the reply is taken as it is
+    assert len(fake.requests) == agent.MAX_NUDGES + 1
+    nudge = fake.requests[1]["messages"][-1]
+    assert nudge["role"] == "user" and nudge["content"].startswith("You wrote out the tool definitions")
+    assert "<tool_call>" in nudge["content"]
+
+
+def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
+    code, _, _ = run_agent(answer("Here it is:\n```python\nprint('fizz')\n```"), answer("ok"))
+    assert code == 0
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.NO_TOOL_YET}
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspace):
+    cut = call("write_file", path="half.py", content="def f(")
+    code, _, err = run_agent(reply(cut, finish_reason="length"), answer("ok"))
+    assert code == 0 and not (workspace / "half.py").exists()
+    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": cut["id"], "content": prompts.CUT_OFF_CALL}
+    assert "the reply hit the token limit" in err
+
+
+def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake):
+    code, out, _ = run_agent(reply(content="The answer is", finish_reason="length"), answer("The answer is 42."))
+    assert code == 0 and out == "The answer is 42.\n"
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CUT_OFF}
+
+
+PARSER_500 = Status(500, {"error": {"code": 500, "type": "server_error",
+                                    "message": "Failed to parse input at pos 12: <tool_call>{bad"}})
+
+
+def test_a_parser_error_gets_one_corrective_retry(run_agent, fake):
+    # the openai client itself retries a 500 once (max_retries=1), then the harness steps in
+    code, out, err = run_agent(PARSER_500, PARSER_500, answer("fixed"))
+    assert code == 0 and out == "fixed\n"
+    corrective = fake.requests[2]["messages"][-1]
+    assert corrective["role"] == "user" and "could not read your last reply as a tool call" in corrective["content"]
+    assert "Failed to parse input" in corrective["content"]
+
+
+def test_a_second_parser_error_is_exit_1(run_agent, fake):
+    code, out, err = run_agent(*[PARSER_500] * 4)
+    assert code == 1 and out == "" and "could not parse the model's reply twice" in err
+
+
+def context_window(limit_chars, then):
+    """A fake server with a context window: a request longer than `limit_chars` is refused
+    the way llama-server refuses it."""
+    def serve(request):
+        size = len(json.dumps(request["messages"]))
+        if size > limit_chars:
+            return Status(400, {"error": {"code": 400, "type": "exceed_context_size_error",
+                                          "message": "the request exceeds the available context size",
+                                          "n_prompt_tokens": size // 4, "n_ctx": limit_chars // 4}})
+        return then
+    return serve
+
+
+def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
+    for n in range(3):
+        (workspace / f"big{n}.txt").write_text("word " * 2000)  # 10,000 characters each
+    reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
+    code, out, err = run_agent(*[context_window(25_000, r) for r in reads],
+                               context_window(25_000, answer("done")), context_window(25_000, answer("done")))
+    assert code == 0 and out == "done\n"
+    assert "context full" in err and "replaced old tool output with stubs" in err
+    last = fake.requests[-1]["messages"]
+    assert len(json.dumps(last)) <= 25_000
+    assert last[0]["role"] == "system" and last[1]["content"] == "do the task"  # kept
+    assert last[3]["content"].startswith("[compacted: 10000 characters of old output removed")
+    assert last[-1]["content"] == "word " * 2000  # the recent turns are kept whole
+
+
+def test_a_context_that_cannot_fit_is_exit_4(run_agent, fake):
+    code, out, err = run_agent(context_window(100, answer("never")))
+    assert code == 4 and out == ""
+    assert "no longer fits the model's context" in err
+
+
+def test_the_same_call_repeated_is_not_run_a_third_time_and_a_fourth_stops(run_agent, fake, workspace):
+    again = [reply(call("run_shell", command="echo x >> log.txt")) for _ in range(4)]
+    code, out, err = run_agent(*again)
+    assert code == 5 and out == ""
+    assert (workspace / "log.txt").read_text() == "x\nx\n"  # only the first two ran
+    third = fake.requests[3]["messages"][-1]
+    assert third["content"] == prompts.REPEATED.format(count=3)
+    assert "same run_shell call 4 times in a row" in err
+
+
+def test_reasoning_is_shown_dim_and_kept_out_of_the_answer(run_agent):
+    code, out, err = run_agent(reply(content="Paris", reasoning_content="The user asks for a capital."))
+    assert code == 0 and out == "Paris\n"
+    assert "The user asks for a capital." in err
+
+
+def test_start_up_check_reads_llama_server_props(run_agent, fake):
+    fake.extra_routes["/props"] = (200, {"default_generation_settings": {"n_ctx": 2048},
+                                         "chat_template_caps": {"supports_tool_calls": False}})
+    code, _, err = run_agent(answer("ok"))
+    assert code == 0 and fake.gets == ["/props"]
+    assert "does not support tool calls" in err and "context is only 2048 tokens" in err
+    assert "context 146/2048" in err
+
+
+def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_agent, fake):
+    code, _, err = run_agent(answer("ok"))
+    assert code == 0 and fake.gets == ["/props"] and "warning" not in err  # a 404: left alone
+    fake.gets.clear()
+    code, _, _ = run_agent(answer("ok"), flags=["--no-check"])
+    assert code == 0 and fake.gets == []
