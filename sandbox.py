@@ -146,9 +146,9 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
         argv += ["--ro-bind", path, path]
 
     argv += ["--bind", str(ws), str(ws)]
-    # Inside the workspace, the command must not change the history, nor the Python that
-    # runs tooloop (a venv in the project): the next run would execute what it wrote there.
-    inside = [ws / ".git", *(p for p in map(Path, _interpreter_dirs()) if p.is_relative_to(ws))]
+    # Inside the workspace, the command must not change the history, the transcripts, nor the
+    # Python that runs tooloop (a venv in the project): the next run would execute what it wrote.
+    inside = [ws / ".git", ws / ".tooloop", *(p for p in map(Path, _interpreter_dirs()) if p.is_relative_to(ws))]
     for path in inside:
         # subtle: one the command planted as a symlink (.git -> ../../etc) would make bwrap
         # mount the unmasked host /etc at the link's target; a real one is a mount point

@@ -62,7 +62,8 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "run_shell",
-            "description": "Run a shell command in the workspace (no network). Returns exit code, stdout and stderr.",
+            "description": "Run a shell command in the workspace, in a sandbox without network. "
+                           "Returns exit code, stdout and stderr.",
             "parameters": {
                 "type": "object",
                 "properties": {"command": {"type": "string", "description": "A command for /bin/sh."}},
@@ -121,8 +122,6 @@ def read_file(path: str, *, settings: Settings) -> str:
 
 def write_file(path: str, content: str, *, settings: Settings) -> str:
     target = inside(path, settings)
-    if ".git" in target.relative_to(settings.workspace.resolve()).parts:
-        raise Refused("writing inside .git is not allowed")
     if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
         raise Refused(f"{path!r} is not a plain file")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -223,6 +222,7 @@ def _now() -> float:
 IMPLEMENTATIONS = {"read_file": read_file, "write_file": write_file, "run_shell": run_shell}
 SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 JSON_TYPES = {"string": str}
+PROTECTED = {".git", ".tooloop"}  # folders in the workspace that write_file may not touch
 
 
 def validate(name: str, args: dict) -> str | None:
@@ -246,6 +246,9 @@ def permission(name: str, args: dict, settings: Settings) -> str | None:
             return str(refusal)
     if name == "read_file":
         return None
+    if name == "write_file" and PROTECTED & set(inside(args["path"], settings).relative_to(
+            settings.workspace.resolve()).parts):
+        return "writing inside .git or .tooloop (the transcripts) is not allowed"
     if settings.approval == "read-only":
         return f"{name} is refused: this run is read-only"
     if name == "run_shell" and settings.sandbox and not sandbox.available():

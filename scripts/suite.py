@@ -11,8 +11,9 @@ the prompt in tasks/NAME/task.md (a subprocess, with a wall-clock timeout), then
 tasks/NAME/check.py on the workspace and the agent's final answer: it exits 0 only if the task
 is solved. The check runs code the model wrote, so it runs in the same bubblewrap sandbox as
 the agent's shell when one is available. Turns and tokens come from the last line of the
-agent's JSONL transcript (`--transcript`), "?" when the agent wrote none. Each run's workspace,
-answer, screen log, transcript and check verdict stay in the --out folder for a post-mortem.
+agent's JSONL transcript (`--transcript`); "?" when there is none (a run killed at the
+timeout). Each run's workspace, answer, screen log, transcript and check verdict stay in the
+--out folder for a post-mortem.
 
 Exit codes: 0 the suite ran (whatever the solve rate), 1 the server is unreachable, 2 usage.
 Left out on purpose: running tasks in parallel (a small local server does one request well at
@@ -43,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import sandbox  # noqa: E402
 
 CHECK_TIMEOUT = 120  # seconds; a check runs a few small scripts
-console = Console(highlight=False)  # the tables, on stdout
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)  # tables, on stdout
 log = Console(stderr=True, highlight=False, soft_wrap=True)  # progress, on stderr
 
 
@@ -59,14 +60,13 @@ def run_task(name: str, args, flags: list[str], run_dir: Path) -> dict:
         shutil.copytree(task / "files", workspace)
     else:  # a task that starts from an empty folder (git keeps no empty files/)
         workspace.mkdir()
-    transcript = run_dir / "transcript.jsonl"
+    transcript = run_dir / "transcript.jsonl"  # beside the workspace: the model never sees it
     # --approval auto: a TOOLOOP_APPROVAL=ask in the environment would wait for a y/n forever.
     command = [sys.executable, str(ROOT / "agent.py"), "--base-url", args.base_url, "--model", args.model,
                "--workspace", str(workspace), "--max-turns", str(args.max_turns), "--approval", "auto",
-               *(["--transcript", str(transcript)] if args.transcripts else []), *flags,
-               "--", (task / "task.md").read_text().strip()]
+               "--transcript", str(transcript), *flags, "--", (task / "task.md").read_text().strip()]
     started = time.monotonic()
-    # The agent runs in run_dir, so no .env of the repo or of the task leaks into it.
+    # cwd=run_dir: the agent reads .env from its cwd, and the suite's settings are all on its command line.
     with open(run_dir / "answer.txt", "w") as out, open(run_dir / "agent.log", "w") as err:
         try:
             code = subprocess.run(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -140,7 +140,7 @@ def run_suite(label: str, names: list[str], args, flags: list[str]) -> list[dict
     for i, name in enumerate(names, 1):
         run_dir = args.out / label / name
         run_dir.mkdir(parents=True)
-        log.print(f"[{label} {i}/{len(names)}] {name} …", end=" ")
+        log.print(Text(f"[{label} {i}/{len(names)}] {name} …"), end=" ")
         row = run_task(name, args, flags, run_dir)
         verdict = "solved" if row["solved"] else f"not solved ({row['why']})"
         log.print(Text(f"{verdict} · exit {row['exit']} · {row['seconds']:.0f} s"))
@@ -163,11 +163,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="folder for workspaces and logs (default: new temp folder)")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
-    agent_help = subprocess.run([sys.executable, str(ROOT / "agent.py"), "--help"],
-                                capture_output=True, text=True).stdout
-    args.transcripts = "--transcript" in agent_help  # older agents: token cells show "?"
-    if args.compare_recovery and "--no-recover" not in agent_help:
-        parser.error("--compare-recovery needs an agent.py with the --no-recover flag")
     if args.out and args.out.exists() and any(args.out.iterdir()):
         parser.error(f"--out {args.out} is not empty")
     return args
@@ -191,10 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     modes = {"run": args.agent_flag}
     if args.compare_recovery:
         modes = {"recovery": args.agent_flag, "no-recover": [*args.agent_flag, "--no-recover"]}
+    header = f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
     results = {mode: run_suite(mode, args.only or task_names(), args, flags) for mode, flags in modes.items()}
-    title = f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
+    console.print(Text(header))
     for mode, rows in results.items():
-        console.print(table(title if mode == "run" else f"{title} · {mode}", rows))
+        console.print(table("" if mode == "run" else mode, rows))
     if args.compare_recovery:
         console.print("solve rate: " + " · ".join(f"{mode} {rate(rows)}" for mode, rows in results.items()))
     log.print(f"workspaces, answers, logs and transcripts: {args.out}")

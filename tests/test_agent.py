@@ -267,3 +267,26 @@ def test_screen_shows_calls_results_and_usage_with_markup_off(run_agent, workspa
     assert "[bold]1[/bold]" in err  # file text is shown literally, not as rich markup
     assert "wrote 19 bytes (1 lines) to x.py" in err
     assert "turn 1/20 · context 146/? · cached 0 · new 146 · out " in err and "turn 2/20" in err
+
+
+def test_every_variable_is_in_env_example_and_the_readme():
+    import re
+    source = tools.Path(agent.__file__).read_text()
+    read = set(re.findall(r'env\.get\("([A-Z_]+)"\)', source))
+    root = tools.Path(agent.__file__).parent
+    example = set(re.findall(r"^([A-Z_]+)=", (root / ".env.example").read_text(), re.M))
+    readme = (root / "README.md").read_text()
+    assert read == example and len(read) >= 8
+    assert all(f"`{name}`" in readme for name in read)
+
+
+def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys):
+    fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
+                   reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
+                   answer("ok")]
+    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
+    write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
+    assert write == "Error: permission denied: writing inside .git or .tooloop (the transcripts) is not allowed"
+    assert "Read-only file system" in shell
+    [log] = (workspace / ".tooloop").glob("*.jsonl")
+    assert "forged\n" not in log.read_text() and not (workspace / ".tooloop" / "new").exists()

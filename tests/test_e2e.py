@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 
 import openai
 import pytest
@@ -34,37 +35,57 @@ def client(llama_server):
 def ask(client, server, messages, **request):
     """One chat request shaped like the agent's."""
     return client.chat.completions.create(model=server.model, messages=messages, temperature=0,
-                                          **{"max_completion_tokens": 128, **request})
+                                          **{"max_completion_tokens": 48, **request})
+
+
+def rendered_prompt(server, messages, **request) -> str:
+    """The exact text the model reads for this request (llama-server's /apply-template)."""
+    request = urllib.request.Request(server.url.removesuffix("/v1") + "/apply-template",
+                                     data=json.dumps({"messages": messages, **request}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)["prompt"]
 
 
 def test_request_with_tool_schemas_round_trips(client, llama_server):
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": "What is in the file notes.txt?"}]
-    bare = ask(client, llama_server, messages, max_completion_tokens=1)
     response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto", parallel_tool_calls=False)
 
-    # The schemas reached the model: the chat template renders them into the prompt, all of them.
-    assert response.usage.prompt_tokens > bare.usage.prompt_tokens + 20 * len(TOOLS)
+    # The schemas reach the model verbatim: the chat template writes each one into the prompt.
+    prompt = rendered_prompt(llama_server, messages, tools=TOOLS)
+    assert SYSTEM_PROMPT in prompt
+    for tool in TOOLS:
+        assert json.dumps(tool) in prompt
+    # Whatever the model chose, the reply is well formed: text, or calls to tools we offered with
+    # JSON arguments, each with an id to answer it by.
     choice = response.choices[0]
     assert choice.message.role == "assistant"
     assert choice.finish_reason in ("stop", "tool_calls", "length")
-    # Whatever the model chose, the reply is well formed: text, or calls to tools we offered with
-    # JSON arguments, each with an id to answer it by.
     assert choice.message.content or choice.message.tool_calls
     for call in choice.message.tool_calls or []:
         assert call.id and call.function.name in TOOL_NAMES
         assert isinstance(json.loads(call.function.arguments), dict)
+    assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
 
 
-def test_forced_tool_call_comes_back_as_tool_calls(client, llama_server):
-    """With tool_choice='required' the server constrains the reply to a call of one of our tools."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": "Read the file notes.txt."}]
-    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="required",
-                   parallel_tool_calls=False)
-    [call] = response.choices[0].message.tool_calls
-    assert call.function.name in TOOL_NAMES
-    assert isinstance(json.loads(call.function.arguments), dict)
+def test_tool_call_and_result_in_history_are_accepted(client, llama_server):
+    """Turn two of an agent run: the assistant's call and our answer to it, matched by id."""
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": "What is in the file notes.txt?"},
+        # the shape the agent appends: the client's message, model_dump(exclude_none=True)
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "read_file", "arguments": json.dumps({"path": "notes.txt"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "buy milk [urgent]"},
+    ]
+    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto")
+
+    assert response.choices[0].message.content or response.choices[0].message.tool_calls
+    prompt = rendered_prompt(llama_server, messages, tools=TOOLS)
+    assert '"name": "read_file"' in prompt.split("<|im_start|>assistant")[1]  # the call, as history
+    assert "buy milk [urgent]" in prompt  # the tool result, as the model reads it
 
 
 def test_append_only_history_reuses_the_prompt_cache(client, llama_server):

@@ -2,11 +2,13 @@
 
 A scripted model follows a fixed plan of calls (valid ones, unknown tools, refused ones and
 malformed arguments) and then answers, under a random turn cap. For each plan, a brute-force
-reading of the plan alone predicts the number of model calls, whether an answer arrives, which
-calls ran (seen through their effects on disk), and the kind of result each call got back.
+reading of the plan alone predicts the number of model calls, whether an answer arrives (or the
+repeat guard stops the run), which calls ran (seen through their effects on disk), and whether
+each call got a real result or an error back.
 """
 
 import json
+import os
 import random
 
 import openai
@@ -17,7 +19,7 @@ import tools
 from fake_server import answer, call, reply
 
 # kind -> (tool name, arguments as sent, does it run?)
-PLANS = int(__import__("os").environ.get("PLANS_N", 3000))
+PLANS = int(os.environ.get("TOOLOOP_PLANS", 3000))  # fewer for a quick local run
 
 KINDS = {
     "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": str(k)}, True),
@@ -30,6 +32,23 @@ KINDS = {
     "wrong_type": lambda k: ("run_shell", {"command": k}, False),
     "bad_json": lambda k: ("read_file", '{"path": "notes.txt"', False),
 }
+
+
+def brute_force(plan, cap):
+    """What must happen, read off the plan alone: (model calls, exit code, [(step, tool) that
+    ran], [did step i run, for each step that got a result]). The rules: at most `cap` model
+    calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5)."""
+    ran, results, last, streak = [], [], None, 0
+    for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
+        key = (name, json.dumps(args, sort_keys=True) if isinstance(args, dict) else args)
+        streak, last = (streak + 1 if key == last else 1), key
+        if streak > 3:
+            return turn, 5, ran, results
+        runs = valid and streak < 3
+        results.append(runs)
+        if runs:
+            ran.append((turn - 1, name))
+    return min(len(plan) + 1, cap), (0 if len(plan) < cap else 3), ran, results
 
 
 def scripted(plan):
@@ -65,20 +84,20 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         shared_fake.script = [scripted(plan)] * (cap + 1)
         settings = tools.Settings(workspace=ws)
 
-        code, answer_text = agent.run("go", client, "fake", settings, cap)
+        totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+        ask = agent.caller(agent.live(client), "fake", totals, cap)
+        code, answer_text = agent.run("go", ask, settings, cap)
 
         # brute force: read the plan directly
-        steps = min(len(plan) + 1, cap)
-        ran = [(k, p) for k, p in enumerate(plan[:cap]) if p[2]]
+        steps, code_expected, ran, results = brute_force(plan, cap)
         assert len(shared_fake.requests) == steps, n
-        assert (code, answer_text) == ((0, "done") if len(plan) < cap else (3, "")), n
+        assert (code, answer_text) == (code_expected, "done" if code_expected == 0 else ""), n
         written = sorted(int(p.stem) for p in (ws / "out").glob("*.txt")) if (ws / "out").exists() else []
-        assert written == [k for k, p in ran if p[0] == "write_file"], n
+        assert written == [k for k, name in ran if name == "write_file"], n
         shell_log = (ws / "shell.log").read_text().split() if (ws / "shell.log").exists() else []
-        assert shell_log == [str(k) for k, p in ran if p[0] == "run_shell"], n
+        assert shell_log == [str(k) for k, name in ran if name == "run_shell"], n
         assert not list((tmp_path / f"plan{n}").glob("escaped-*")), n
         # every result the model saw is an error exactly when the plan's call should not run
         seen = [m["content"] for m in shared_fake.requests[-1]["messages"] if m["role"] == "tool"]
-        expected = [p[2] for p in plan[:len(seen)]]
-        assert [not s.startswith("Error:") for s in seen] == expected, n
-        assert all(s == "hello notes" for s, p in zip(seen, plan) if p[0] == "read_file" and p[2]), n
+        assert [not s.startswith("Error:") for s in seen] == results[:len(seen)], n
+        assert all(s == "hello notes" for s, p, runs in zip(seen, plan, results) if p[0] == "read_file" and runs), n

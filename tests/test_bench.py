@@ -1,0 +1,61 @@
+"""scripts/bench runs and prints every figure of its table; whether a target holds is not tested.
+
+`scripts/bench --short` runs as a subprocess, as a user would run it: once with no server (the
+server rows must say n/a, and the run must still succeed), and once against the session's real
+llama-server (tests/llama.py), so the server rows are shown measuring real tokens.
+
+Left out on purpose: any assertion on a time or a size (those depend on the machine, and belong
+to the benchmark's own output), and `--suite`, which takes many minutes.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import sandbox
+
+BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench"
+LOCAL_ROWS = ["harness overhead per turn", "start-up: agent.py --help / import openai, rich",
+              "peak memory of the agent process"]
+SERVER_ROWS = ["fixed prompt: system + tool schemas", "prompt-cache reuse, turns 2+"]
+SANDBOX_ROW = "sandbox cost per shell call"
+NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
+
+
+def bench(tmp_path: Path, *flags: str) -> dict[str, list[str]]:
+    """Run the benchmark; its table as {figure: [value, target, holds]}."""
+    result = subprocess.run([sys.executable, str(BENCH), "--short", *flags], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    rows = {}
+    for line in result.stdout.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] not in ("figure", "---"):
+            rows[cells[0]] = cells[1:]
+    for value, target, holds in rows.values():
+        assert holds in ("yes", "NO", "—"), holds
+    return rows
+
+
+def test_short_run_without_a_server_prints_every_local_figure(tmp_path):
+    rows = bench(tmp_path)
+    assert set(rows) == {*LOCAL_ROWS, *SERVER_ROWS, SANDBOX_ROW}
+    for figure in LOCAL_ROWS:
+        assert NUMBER.match(rows[figure][0]), rows[figure]
+    for figure in SERVER_ROWS:
+        assert rows[figure][0].startswith("n/a (--short"), rows[figure]
+    if sandbox.available():
+        assert NUMBER.match(rows[SANDBOX_ROW][0]), rows[SANDBOX_ROW]
+    else:
+        assert rows[SANDBOX_ROW][0].startswith("n/a"), rows[SANDBOX_ROW]
+    assert "first 10:" in rows["harness overhead per turn"][0]  # growth with history is shown
+
+
+def test_short_run_against_a_real_server_counts_its_tokens(tmp_path, llama_server):
+    rows = bench(tmp_path, "--base-url", llama_server.url)
+    fixed = re.fullmatch(r"(\d+) tokens", rows["fixed prompt: system + tool schemas"][0])
+    assert fixed and 100 < int(fixed.group(1)) < 5000, rows  # the prompt as the server tokenized it
+    cache = rows["prompt-cache reuse, turns 2+"][0]
+    # the 0.5B test model may finish in one turn; then the row must say so instead of a number
+    assert re.match(r"\d+(\.\d+)?% \(\d+ of \d+ tokens", cache) or "the run had 1 turn" in cache, cache
