@@ -25,6 +25,9 @@ CUT_OFF_CALL = "Error: your reply was cut off at the token limit, so this call w
 NO_TOOL_YET = ("You wrote code but called no tool, so nothing was saved or run. Use write_file to "
                "save the file and run_shell to run it, then answer.")
 
+NOT_RUN = ("You showed code or a command but did not run it, so nothing was checked. Call "
+           "run_shell to run it and read the output; answer after that.")
+
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")
 

