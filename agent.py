@@ -72,7 +72,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    last_call, streak, nudges, last_tool = None, 0, 0, None
+    last_call, streak, nudges, checked = None, 0, 0, False
     for turn in range(1, max_turns + 1):
         choice = ask(messages).choices[0]
         message = choice.message
@@ -89,7 +89,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
-            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", last_tool)
+            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", checked)
             if not problem:
                 return 0, message.content or ""
             nudges += 1
@@ -107,7 +107,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-            last_tool = name
+            checked = name == "run_shell" and result.startswith("exit code: 0")  # a run succeeded last
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
@@ -125,12 +125,11 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, last_tool: str | None) -> str | None:
+def not_an_answer(text: str, checked: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one."""
     problem = failed_attempt(text, NAMES)
-    if problem is None and "```" in text and last_tool in (None, "write_file"):
-        # code or a command shown, where nothing has run yet or a file was written but not run
-        problem = prompts.NO_TOOL_YET if last_tool is None else prompts.NOT_RUN
+    if problem is None and "```" in text and not checked:
+        problem = prompts.CODE_NOT_RUN  # code in the reply, and no successful run since
     return problem
 
 

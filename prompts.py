@@ -22,11 +22,9 @@ CUT_OFF = ("Your reply was cut off at the token limit, so nothing in it was run.
            "shorter: one tool call, and for a long file write a shorter version first.")
 CUT_OFF_CALL = "Error: your reply was cut off at the token limit, so this call was not run."
 
-NO_TOOL_YET = ("You wrote code but called no tool, so nothing was saved or run. Use write_file to "
-               "save the file and run_shell to run it, then answer.")
-
-NOT_RUN = ("You showed code or a command but did not run it, so nothing was checked. Call "
-           "run_shell to run it and read the output; answer after that.")
+CODE_NOT_RUN = ("Your reply shows code, but it only exists in your reply: nothing was saved or run "
+                "since the last successful run. Save files with write_file, run them with run_shell, "
+                "and answer once a run succeeds.")
 
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")

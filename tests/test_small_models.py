@@ -56,15 +56,24 @@ def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
 def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
     code, _, _ = run_agent(answer("Here it is:\n```python\nprint('fizz')\n```"), answer("ok"))
     assert code == 0
-    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.NO_TOOL_YET}
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+
+
+def test_code_shown_after_a_failed_run_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake):
+    shown = "Here is the fix:\n```python\nprint(1)\n```"
+    code, out, _ = run_agent(reply(call("run_shell", command="false")), answer(shown),
+                             reply(call("run_shell", command="true")), answer(shown))
+    assert code == 0 and out == shown + "\n"
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    assert len(fake.requests) == 4
 
 
 def test_a_command_shown_after_a_write_but_not_run_gets_a_nudge(run_agent, fake):
     shown = "To run it:\n```sh\npython a.py\n```"
     code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")), answer(shown),
                              reply(call("run_shell", command="python3 a.py")), answer(shown))
-    assert code == 0 and out == shown + "\n"  # after a run, the same text is an answer
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.NOT_RUN}
+    assert code == 0 and out == shown + "\n"  # after a successful run, the same text is an answer
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
 
 
 def test_a_reply_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspace):
