@@ -72,7 +72,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    last_call, streak, nudges, checked = None, 0, 0, False
+    last_call, streak, nudges, last_result = None, 0, 0, None
     for turn in range(1, max_turns + 1):
         choice = ask(messages).choices[0]
         message = choice.message
@@ -89,7 +89,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
-            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", checked)
+            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", last_result)
             if not problem:
                 return 0, message.content or ""
             nudges += 1
@@ -107,7 +107,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-            checked = name == "run_shell" and result.startswith("exit code: 0")  # a run succeeded last
+            last_result = (name, result)
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
@@ -125,12 +125,17 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, checked: bool) -> str | None:
+def not_an_answer(text: str, last_result: tuple[str, str] | None) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one."""
-    problem = failed_attempt(text, NAMES)
-    if problem is None and "```" in text and not checked:
-        problem = prompts.CODE_NOT_RUN  # code in the reply, and no successful run since
-    return problem
+    name, result = last_result or ("", "")
+    ran_ok = name == "run_shell" and result.startswith("exit code: 0")
+    if problem := failed_attempt(text, NAMES):
+        return problem
+    if result.startswith("Error") or (name == "run_shell" and not ran_ok):
+        return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
+    if "```" in text and not ran_ok:
+        return prompts.CODE_NOT_RUN  # code in the reply, and no successful run since
+    return None
 
 
 def canonical(arguments: str) -> str:

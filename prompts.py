@@ -26,6 +26,10 @@ CODE_NOT_RUN = ("Your reply shows code, but it only exists in your reply: nothin
                 "since the last successful run. Save files with write_file, run them with run_shell, "
                 "and answer once a run succeeds.")
 
+LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not give up or ask the "
+               "user: find the cause, fix it and try again with a tool call. If it truly cannot be "
+               "done, answer with the reason.")
+
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")
 

@@ -60,7 +60,8 @@ def test_write_run_then_answer(run_agent, fake, workspace):
     (call("read_file", path="missing.txt"), "Error: FileNotFoundError: "),
 ])
 def test_bad_calls_become_error_values_and_the_loop_goes_on(run_agent, fake, workspace, bad_call, expected):
-    code, out, _ = run_agent(reply(bad_call), answer("gave up"))
+    # answering right after a failure is nudged (at most twice), so the model says it three times
+    code, out, _ = run_agent(reply(bad_call), *[answer("gave up")] * 3)
     assert code == 0 and out == "gave up\n"
     [result] = tool_messages(fake.requests[1])
     assert result["content"].startswith(expected)
@@ -175,7 +176,7 @@ def test_prompt_injection_in_a_file_does_not_change_what_is_allowed(run_agent, f
             return reply(call("write_file", path="../pwned.txt", content="pwned"))
         return answer("done")
 
-    code, _, _ = run_agent(reply(call("read_file", path="README.txt")), gullible, gullible)
+    code, _, _ = run_agent(reply(call("read_file", path="README.txt")), *[gullible] * 4)
     assert code == 0
     refusal = tool_messages(fake.requests[2])[-1]["content"]
     assert refusal.startswith("Error: permission denied: '../pwned.txt' is outside the workspace")
@@ -283,7 +284,7 @@ def test_every_variable_is_in_env_example_and_the_readme():
 def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys):
     fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
-                   answer("ok")]
+                   *[answer("ok")] * 3]
     assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
     write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == "Error: permission denied: writing inside .git or .tooloop (the transcripts) is not allowed"

@@ -37,7 +37,8 @@ KINDS = {
 def brute_force(plan, cap):
     """What must happen, read off the plan alone: (model calls, exit code, [(step, tool) that
     ran], [did step i run, for each step that got a result]). The rules: at most `cap` model
-    calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5)."""
+    calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5); the
+    model's answer right after a call that failed is refused twice (the nudge) before it counts."""
     ran, results, last, streak = [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
         key = (name, json.dumps(args, sort_keys=True) if isinstance(args, dict) else args)
@@ -48,7 +49,9 @@ def brute_force(plan, cap):
         results.append(runs)
         if runs:
             ran.append((turn - 1, name))
-    return min(len(plan) + 1, cap), (0 if len(plan) < cap else 3), ran, results
+    # an answer right after a failed call is nudged twice before it is taken
+    calls = len(plan) + 1 + (2 if results and not results[-1] else 0)
+    return min(calls, cap), (0 if calls <= cap else 3), ran, results
 
 
 def scripted(plan):
@@ -81,7 +84,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         ws.mkdir(parents=True)
         (ws / "notes.txt").write_text("hello notes")
         shared_fake.requests.clear()
-        shared_fake.script = [scripted(plan)] * (cap + 1)
+        shared_fake.script = [scripted(plan)] * (cap + 3)
         settings = tools.Settings(workspace=ws)
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}

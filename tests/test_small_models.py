@@ -59,13 +59,28 @@ def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
     assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
 
 
-def test_code_shown_after_a_failed_run_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake):
+def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
+    give_up = "The command failed. Please check the file and provide more details."
+    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up),
+                             reply(call("run_shell", command="true")), answer("Fixed; it runs."))
+    assert code == 0 and out == "Fixed; it runs.\n"
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.LAST_FAILED}
+
+
+def test_code_shown_after_reading_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("print(0)\n")
     shown = "Here is the fix:\n```python\nprint(1)\n```"
-    code, out, _ = run_agent(reply(call("run_shell", command="false")), answer(shown),
+    code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
                              reply(call("run_shell", command="true")), answer(shown))
     assert code == 0 and out == shown + "\n"
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
     assert len(fake.requests) == 4
+
+
+def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
+    (workspace / "log.txt").write_text("port=8123\n")
+    code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."))
+    assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
 
 
 def test_a_command_shown_after_a_write_but_not_run_gets_a_nudge(run_agent, fake):
