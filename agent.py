@@ -131,10 +131,10 @@ def not_an_answer(text: str, last_result: tuple[str, str] | None) -> str | None:
     ran_ok = name == "run_shell" and result.startswith("exit code: 0")
     if problem := failed_attempt(text, NAMES):
         return problem
-    if result.startswith("Error") or (name == "run_shell" and not ran_ok):
-        return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if "```" in text and not ran_ok:
         return prompts.CODE_NOT_RUN  # code in the reply, and no successful run since
+    if result.startswith("Error") or (name == "run_shell" and not ran_ok):
+        return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     return None
 
 

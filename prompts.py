@@ -22,9 +22,9 @@ CUT_OFF = ("Your reply was cut off at the token limit, so nothing in it was run.
            "shorter: one tool call, and for a long file write a shorter version first.")
 CUT_OFF_CALL = "Error: your reply was cut off at the token limit, so this call was not run."
 
-CODE_NOT_RUN = ("Your reply shows code, but it only exists in your reply: nothing was saved or run "
-                "since the last successful run. Save files with write_file, run them with run_shell, "
-                "and answer once a run succeeds.")
+CODE_NOT_RUN = ("The code in your reply only exists in your reply: nothing was saved or run. Call "
+                "write_file with the file's path and its full new content to save it, then run_shell "
+                "to run it, and answer once a run succeeds.")
 
 LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not give up or ask the "
                "user: find the cause, fix it and try again with a tool call. If it truly cannot be "
