@@ -93,6 +93,8 @@ class Refused(Exception):
 def inside(path: str, settings: Settings) -> Path:
     """Resolve `path` against the workspace, following symlinks, and refuse anything outside."""
     root = settings.workspace.resolve()
+    if "\0" in path:
+        raise Refused("the path contains a NUL byte")
     # subtle: an absolute `path` replaces `root` in the join, and resolve() follows every symlink
     # and `..`, so one containment test covers all three ways out.
     target = (root / path).resolve()
@@ -169,17 +171,19 @@ def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
     """
     kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     total = {proc.stdout: 0, proc.stderr: 0}
-    timed_out = False
+    timed_out, ended = False, None  # ended: when the shell exited or was killed
     with selectors.DefaultSelector() as sel:
         for pipe in kept:
             sel.register(pipe, selectors.EVENT_READ)
         deadline = _now() + timeout
         try:
             while sel.get_map():
-                if _now() > deadline:
-                    timed_out = True
-                    _kill_group(proc)
-                    deadline = float("inf")  # now just drain what is left
+                if ended is None and (_now() > deadline or proc.poll() is not None):
+                    timed_out = proc.poll() is None
+                    _kill_group(proc)  # pipes held open by the shell's children close with them
+                    ended = _now()
+                elif ended is not None and _now() > ended + 1:
+                    break  # a child that left the group (setsid, only without the sandbox) holds them
                 for key, _ in sel.select(timeout=0.05):
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
@@ -190,8 +194,6 @@ def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
                     total[key.fileobj] += len(chunk)
                     if len(buf) > 2 * OUTPUT_CAP:  # keep the true head and the latest tail
                         del buf[OUTPUT_CAP:-OUTPUT_CAP]
-                if proc.poll() is not None:
-                    _kill_group(proc)  # the shell is done; pipes held open by its children close
         finally:
             _kill_group(proc)
             proc.wait()

@@ -17,6 +17,7 @@ and `grep` are enough).
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -26,9 +27,18 @@ from openai.types.chat import ChatCompletion
 def writer(path: Path, secrets: list[str]):
     """A log(event, **data) function appending to `path`; log.close() ends it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.parent.name == ".tooloop" and not (path.parent / ".gitignore").exists():
-        (path.parent / ".gitignore").write_text("*\n")  # the folder keeps itself out of git
-    file = path.open("a", encoding="utf-8")
+    # subtle: the shell may have planted .tooloop (or names in it) as symlinks to host files in an
+    # earlier run; never write through a link
+    if path.parent.is_symlink():
+        raise OSError(f"{path.parent} is a symlink")
+    nofollow = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+    if path.parent.name == ".tooloop":  # the folder keeps itself out of git
+        try:
+            os.close(os.open(path.parent / ".gitignore", nofollow | os.O_EXCL, 0o644))
+            (path.parent / ".gitignore").write_text("*\n")
+        except FileExistsError:
+            pass
+    file = os.fdopen(os.open(path, nofollow | os.O_APPEND, 0o644), "a", encoding="utf-8")
 
     def log(event: str, **data) -> None:
         line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)

