@@ -27,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import nullcontext
 from pathlib import Path
 
 import openai
@@ -176,8 +177,8 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 show_json("request", request)
             started = time.monotonic()
             try:
-                with console.status("waiting for the model"):
-                    response = send(request)
+                with console.status("waiting for the model") if console.is_terminal else nullcontext():
+                    response = send(request)  # (the spinner is a thread: only for a person watching)
             except ParserError as error:
                 if retried:
                     raise Stop(1, f"error: the server could not parse the model's reply twice ({error})")
