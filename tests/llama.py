@@ -37,23 +37,28 @@ def start(log_dir: Path, model: str = MODEL) -> RealServer:
     """Start llama-server on a free port and wait until /health is 200; fail the test if we can't."""
     if os.environ.get("TOOLOOP_SKIP_E2E") == "1":
         pytest.skip("TOOLOOP_SKIP_E2E=1: end-to-end tests against a real llama-server skipped")
+    advice = ("Run scripts/test once: it builds llama-server and fetches the models "
+              "(or set TOOLOOP_SKIP_E2E=1 to skip the end-to-end tests).")
     try:
-        binary = serve.find_server(build=False)
+        binary, missing = serve.find_server(build=False), None
     except serve.SetupError as error:
-        pytest.fail(f"{error}. Run scripts/test once: it builds llama-server and fetches the models "
-                    "(or set TOOLOOP_SKIP_E2E=1 to skip the end-to-end tests).", pytrace=False)
+        missing = str(error)
     gguf = serve.model_path(model)
-    if not gguf.is_file():
-        pytest.fail(f"model {gguf} is missing. Run scripts/test once: it fetches it "
-                    "(or set TOOLOOP_SKIP_E2E=1 to skip the end-to-end tests).", pytrace=False)
+    if missing is None and not gguf.is_file():
+        missing = f"model {gguf} is missing"
+    if missing:
+        pytest.fail(f"{missing}. {advice}", pytrace=False)
     port, alias = serve.free_port(), serve.MODELS[model]["alias"]
     log = log_dir / f"llama-server-{port}.log"
     process = serve.start_server(serve.server_command(binary, gguf, port, alias, CTX), log)
     try:
         serve.wait_healthy(port, process, log, timeout=120)
+        failure = None
     except serve.SetupError as error:
+        failure = str(error)
+    if failure:
         serve.stop_process(process)
-        pytest.fail(str(error), pytrace=False)
+        pytest.fail(failure, pytrace=False)
     return RealServer(f"http://127.0.0.1:{port}/v1", alias, port, process, log)
 
 
