@@ -105,7 +105,9 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             streak = streak + 1 if (name, canonical(arguments)) == last_call else 1
             last_call = (name, canonical(arguments))
             if streak > MAX_REPEATS:
-                raise Stop(5, f"stopped: the model made the same {name} call {streak} times in a row")
+                console.print(f"stopped: the model made the same {name} call {streak} times in a row",
+                              style="bold yellow")
+                return 5, ""
             show_call(name, arguments)
             result = prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else \
                 dispatch(name, arguments, settings)
