@@ -6,7 +6,6 @@ files under tmp_path and real subprocesses.
 
 import inspect
 import json
-import os
 import signal
 import subprocess
 import sys
