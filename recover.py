@@ -187,9 +187,24 @@ def _lenient(text, start):
     else:
         return None  # never closed: cut off, not a call
     # Mended JSON first, then the original as a Python literal ('single quotes', True, None).
-    for parse in (lambda: json.loads("".join(out), strict=False), lambda: ast.literal_eval(text[start:i])):
+    for parse in (lambda: json.loads("".join(out), strict=False),
+                  lambda: ast.literal_eval(_raw_triple_quotes(text[start:i]))):
         try:
             return parse(), i
         except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             pass
     return None
+
+
+_TRIPLE = re.compile(r'"""|\'\'\'')
+
+
+def _raw_triple_quotes(source: str) -> str:
+    """Python source with every triple-quoted string made raw. A model that wraps a file's
+    content in triple quotes means it verbatim: a backslash-n inside a string literal of that
+    code must stay two characters, not become a line break that breaks the file."""
+    out, i = [], 0
+    while (opening := _TRIPLE.search(source, i)) and (end := source.find(opening[0], opening.end())) >= 0:
+        out.append(source[i:opening.start()] + "r" + source[opening.start():end + 3])
+        i = end + 3
+    return "".join(out) + source[i:]
