@@ -41,8 +41,8 @@ from rich.text import Text
 
 import prompts
 import transcript
-from recover import failed_attempt, recover_calls
-from tools import TOOLS, Settings, dispatch
+from recover import failed_attempt, file_blocks, recover_calls
+from tools import TOOLS, Refused, Settings, dispatch, inside
 
 EXIT_CODES = {
     0: "the model gave a final answer (printed on stdout)",
@@ -77,31 +77,29 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    last_call, streak, nudges, last_result = None, 0, 0, None
+    last_call, streak, nudged, results = None, 0, [], []
     for turn in range(1, max_turns + 1):
         choice = ask(messages).choices[0]
         message = choice.message
         calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         if not calls and recover and message.content:
             calls = [(f"recovered_{turn}_{i}", name, args)
-                     for i, (name, args) in enumerate(recover_calls(message.content, NAMES))]
-            if calls:
-                note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text", log)
+                     for i, (name, args) in enumerate(recovered(message.content, settings, log))]
         messages.append(as_history(message, calls))  # as returned; recovered calls made structured
-        if choice.finish_reason == "length":  # cut off mid-reply: never run half a call
+        if choice.finish_reason == "length" and (message.tool_calls or not calls):  # never run half a call
             note("cut_off", "the reply hit the token limit; nothing in it was run", log)
             messages += [{"role": "tool", "tool_call_id": call_id, "content": prompts.CUT_OFF_CALL}
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
-            problem = recover and nudges < MAX_NUDGES and not_an_answer(message.content or "", last_result)
+            problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(message.content or "", results, nudged)
             if not problem:
                 return 0, message.content or ""
-            nudges += 1
+            nudged.append(problem)
             note("nudge", problem, log)
             messages.append({"role": "user", "content": problem})
             continue
-        for call_id, name, arguments in calls:  # every call gets exactly one answer, matched by id
+        for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
             streak = streak + 1 if (name, canonical(arguments)) == last_call else 1
             last_call = (name, canonical(arguments))
             if streak > MAX_REPEATS:
@@ -109,15 +107,35 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                               style="bold yellow")
                 return 5, ""
             show_call(name, arguments)
-            result = prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else \
-                dispatch(name, arguments, settings)
+            result = (prompts.SKIPPED if i and failed(*results[-1]) else  # planned blind on a failure
+                      prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
+                      dispatch(name, arguments, settings))
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
-            last_result = (name, result)
+            results.append((name, result))
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
+
+
+def recovered(text: str, settings: Settings, log) -> list[tuple[str, str]]:
+    """Tool calls written as text, else whole files shown as code blocks (write_file calls)."""
+    if calls := recover_calls(text, NAMES):
+        note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text", log)
+    elif calls := file_blocks(text, lambda path: current_text(path, settings)):
+        paths = ", ".join(json.loads(arguments)["path"] for _, arguments in calls)
+        note("recovered", f"recovered write_file of {paths} from a code block in the reply", log)
+    return calls
+
+
+def current_text(path: str, settings: Settings) -> str | None:
+    """A file's text now, for file_blocks to compare with; None if it is no regular file."""
+    try:
+        target = inside(path, settings)
+        return target.read_text(errors="replace") if target.is_file() else None
+    except (OSError, ValueError, Refused):
+        return None
 
 
 def as_history(message, calls: list) -> dict:
@@ -132,17 +150,30 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, last_result: tuple[str, str] | None) -> str | None:
-    """Why a reply with no tool call is not yet a final answer, or None if it is one."""
-    name, result = last_result or ("", "")
-    ran_ok = name == "run_shell" and result.startswith("exit code: 0")
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) -> str | None:
+    """Why a reply with no tool call is not yet a final answer, or None if it is one.
+    `results` are the run's (tool, result) pairs so far, `nudged` the notes already sent."""
+    def ran_ok(name, result):
+        return name == "run_shell" and not failed(name, result)
+    name, result = results[-1] if results else ("", "")
+    writes = [i for i, (tool, out) in enumerate(results) if tool == "write_file" and not failed(tool, out)]
+    untested = writes and not any(ran_ok(*pair) for pair in results[writes[-1]:])
     if problem := failed_attempt(text, NAMES):
         return problem
-    if "```" in text and not ran_ok:
-        return prompts.CODE_NOT_RUN  # code in the reply, and no successful run since
-    if result.startswith("Error") or (name == "run_shell" and not ran_ok):
+    if not text.strip():
+        return prompts.EMPTY
+    if "```" in text and not ran_ok(name, result) or file_blocks(text, lambda path: None):
+        return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
+    if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
+    if untested and prompts.UNVERIFIED not in nudged:
+        return prompts.UNVERIFIED  # files changed, and nothing run since to check them (asked once)
     return None
+
+
+def failed(name: str, result: str) -> bool:
+    """Did this tool call fail: an error value, or a command with a nonzero exit code?"""
+    return result.startswith("Error") or (name == "run_shell" and not result.startswith("exit code: 0"))
 
 
 def canonical(arguments: str) -> str:
@@ -173,7 +204,8 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
         retried = False
         while True:
             request = dict(model=model, messages=messages, tools=TOOLS, tool_choice="auto",
-                           parallel_tool_calls=False, temperature=0, max_completion_tokens=MAX_REPLY_TOKENS)
+                           parallel_tool_calls=False, max_completion_tokens=MAX_REPLY_TOKENS,
+                           **json.loads(os.environ.get("EXP_SAMPLING", '{"temperature": 0}')))
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)

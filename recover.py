@@ -47,6 +47,12 @@ _NAME_THEN_ARGS = [
 # A call's first key is one of the few keys a call may have. Checking that first keeps the
 # lenient reader, which walks to the end of the text when a bracket never closes, off other text.
 _CALL_START = re.compile(r"""\[?\s*\{\s*["'](?:name|arguments|parameters|function|type|id)["']""")
+# For file_blocks: a code block's language must fit the file's type.
+_LANGUAGES = {"py": {"python", "py", "python3"}, "sh": {"sh", "bash", "shell"},
+              "js": {"javascript", "js"}, "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"},
+              "go": {"go"}, "rs": {"rust", "rs"}, "c": {"c"}, "html": {"html"}, "css": {"css"}}
+_FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANGUAGES) + r"))(?![\w/-])")
+_NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
 
@@ -66,6 +72,47 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
     """
     return [(name, json.dumps(args, ensure_ascii=False))
             for _, name, args in _find_calls(text) if name in names]
+
+
+def file_blocks(text: str, current) -> list[tuple[str, str]]:
+    """write_file calls for whole files that a reply shows as fenced code blocks instead of
+    calling write_file: [("write_file", arguments_as_json_object_string), ...] in order.
+
+    Small models write code far better in a ```python block than inside a JSON string. A block
+    counts as the whole new content of PATH when its language fits PATH's type and either its
+    first line is a comment naming PATH (`# fizzbuzz.py`) or the prose since the previous block
+    names PATH and no other file. Only the first block per file counts (later ones are usually
+    the command that runs it), a block that mentions its own file's name is a command, Python
+    must parse, and a block that would drop a top-level def or class the file has now is a
+    snippet, not a file. `current(path)` gives the file's text now, or None.
+    """
+    found, prose_start = {}, 0
+    for block in _FENCE.finditer(text):
+        language, body = block.group(1).lower(), block.group(2)
+        prose, prose_start = text[prose_start:block.start()], block.end()
+        named = _NAME_COMMENT.match(body)
+        paths = [named.group(1)] if named else list(dict.fromkeys(_FILE_NAME.findall(prose)))
+        if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
+            continue  # no single file named, already written, or cut off mid-block
+        path = paths[0]
+        if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body[len(named[0]) if named else 0:]:
+            continue
+        if path.endswith(".py") and not _keeps_definitions(current(path), body):
+            continue
+        found[path] = body
+    return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
+            for path, body in found.items()]
+
+
+def _keeps_definitions(old: str | None, new: str) -> bool:
+    """Does `new` parse as Python and define every top-level function and class that `old` does?"""
+    def names(source):
+        return {node.name for node in ast.parse(source).body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    try:
+        return names(old or "") <= names(new)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
 
 
 def failed_attempt(text: str, names: set[str]) -> str | None:

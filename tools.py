@@ -15,6 +15,7 @@ and any tool state kept between calls (each shell command is its own process).
 
 import json
 import os
+import shlex
 import selectors
 import signal
 import stat
@@ -47,7 +48,7 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "write_file",
-            "description": "Create or replace a text file in the workspace with the full new content.",
+            "description": "Create a text file in the workspace, or replace one you have read, with the full new content.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -84,6 +85,7 @@ class Settings:
     sandbox: bool = True  # False only with --unsafe-no-sandbox
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
+    seen: set[Path] = field(default_factory=set)  # files read or written in this run
 
 
 class Refused(Exception):
@@ -118,7 +120,10 @@ def read_file(path: str, *, settings: Settings) -> str:
         raise ValueError(f"{path!r} looks binary; only text files can be read")
     text = data[:READ_CAP].decode("utf-8", errors="replace")
     if len(data) > READ_CAP:
-        text += f"\n[cut: the file has {info.st_size} bytes; this shows the first {READ_CAP}]"
+        text += (f"\n[cut: the file has {info.st_size} bytes; this shows the first {READ_CAP}. For the "
+                 f"rest use run_shell, e.g. grep -n WORD {shlex.quote(path)}, or sed -n 200,300p {shlex.quote(path)}]")
+    else:
+        settings.seen.add(target)  # seen whole: write_file may now replace it
     return text
 
 
@@ -126,6 +131,9 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     target = inside(path, settings)
     if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
         raise Refused(f"{path!r} is not a plain file")
+    if target.exists() and target not in settings.seen:  # a blind overwrite loses what it did not see
+        raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
+                      "its whole new content")
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
@@ -140,6 +148,7 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     except BaseException:
         os.unlink(tmp)
         raise
+    settings.seen.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
     return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
 

@@ -145,18 +145,37 @@ def test_read_file_caps_size_and_refuses_binary(run_agent, fake, workspace):
     (workspace / "blob.bin").write_bytes(b"\x7fELF\0\0\0\1")
     run_agent(reply(call("read_file", path="big.txt")), reply(call("read_file", path="blob.bin")), answer("ok"))
     big, blob = (m["content"] for m in tool_messages(fake.requests[2]))
-    assert big.startswith("x" * tools.READ_CAP) and big.endswith(f"this shows the first {tools.READ_CAP}]")
+    assert big.startswith("x" * tools.READ_CAP)
+    assert f"this shows the first {tools.READ_CAP}. For the rest use run_shell, e.g. grep -n WORD big.txt" in big
     assert blob.startswith("Error: ValueError: 'blob.bin' looks binary")
 
 
 def test_write_file_is_atomic_when_writing_fails(run_agent, fake, workspace):
     (workspace / "keep.txt").write_text("old content")
     # A lone surrogate cannot be encoded: the write fails part-way, after the temporary file exists.
-    run_agent(reply(call("write_file", path="keep.txt", content="new \ud800 content")), answer("ok"))
-    [result] = tool_messages(fake.requests[1])
+    run_agent(reply(call("read_file", path="keep.txt")),
+              reply(call("write_file", path="keep.txt", content="new \ud800 content")), answer("ok"))
+    result = tool_messages(fake.requests[2])[-1]
     assert result["content"].startswith("Error: UnicodeEncodeError")
     assert (workspace / "keep.txt").read_text() == "old content"
     assert [p.name for p in workspace.iterdir()] == ["keep.txt"]  # no temporary file left behind
+
+
+def test_write_file_replaces_only_a_file_read_whole_in_this_run(run_agent, fake, workspace):
+    (workspace / "keep.py").write_text("important = 1\n")
+    (workspace / "big.txt").write_text("x" * (tools.READ_CAP + 1))
+    run_agent(reply(call("write_file", path="keep.py", content="x = 2\n")),
+              reply(call("read_file", path="keep.py")),
+              reply(call("write_file", path="keep.py", content="important = 1\nx = 2\n")),
+              reply(call("read_file", path="big.txt")),
+              reply(call("write_file", path="big.txt", content="short")), answer("ok"))
+    blind, _, after_read, _, after_cut_read = [m["content"] for m in tool_messages(fake.requests[5])]
+    assert blind == ("Error: Refused: 'keep.py' exists and you have not read it yet: read_file it first, "
+                     "then write its whole new content")
+    assert after_read == "wrote 20 bytes (2 lines) to keep.py"
+    assert (workspace / "keep.py").read_text() == "important = 1\nx = 2\n"
+    assert after_cut_read.startswith("Error: Refused: 'big.txt' exists")  # only part of it was seen
+    assert (workspace / "big.txt").stat().st_size == tools.READ_CAP + 1
 
 
 def test_write_file_creates_folders_and_returns_what_it_wrote(run_agent, fake, workspace):
@@ -260,13 +279,14 @@ def test_quiet_prints_only_the_answer(run_agent):
     assert code == 0 and out == "fine\n" and err == ""
 
 
-def test_screen_shows_calls_results_and_usage_with_markup_off(run_agent, workspace):
+def test_screen_shows_calls_results_and_usage_with_markup_off(run_agent, fake, workspace):
     code, _, err = run_agent(reply(call("write_file", path="x.py", content="a = [bold]1[/bold]\n")),
-                             answer("[red]done[/red]"))
+                             reply(call("run_shell", command="true")), answer("[red]done[/red]"))
     assert "→ write_file x.py" in err
     assert "[bold]1[/bold]" in err  # file text is shown literally, not as rich markup
     assert "wrote 19 bytes (1 lines) to x.py" in err
-    assert "turn 1/20 · context 146/? · cached 0 · new 146 · out " in err and "turn 2/20" in err
+    prompt = len(json.dumps(fake.requests[0]["messages"])) // 4  # the fake server's token count
+    assert f"turn 1/20 · context {prompt}/? · cached 0 · new {prompt} · out " in err and "turn 2/20" in err
 
 
 def test_every_variable_is_in_env_example_and_the_readme():

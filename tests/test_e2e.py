@@ -1,13 +1,14 @@
 """End to end: the real OpenAI client and the real agent against a real llama-server.
 
 The server runs Qwen2.5-Coder-0.5B-Instruct (see tests/llama.py and the `llama_server` fixture in
-conftest.py); `scripts/test` builds and fetches it once. These tests check the plumbing that a
+conftest.py), and the last test the default Qwen2.5-Coder-1.5B-Instruct on a second one;
+`scripts/test` builds and fetches both once. These tests check the plumbing that a
 scripted fake cannot: that our tool schemas pass llama-server's chat template and come back as
 a valid reply, that the agent's command line talks to a real server and keeps stdout for the
 answer alone, and that an append-only history is served from the prompt cache.
 
-Left out on purpose: judging what a 0.5B model says (temperature 0 keeps it repeatable, not
-right), and speed (benchmarks print figures; tests do not time).
+Left out on purpose: judging what the 0.5B model says (temperature 0 keeps it repeatable, not
+right; the 1.5B test judges the file it leaves), and speed (benchmarks print figures; tests do not time).
 """
 
 import json
@@ -131,3 +132,32 @@ def test_agent_answers_through_a_real_server(llama_server, tmp_path):
     [response] = [e for e in events if e["event"] == "response"]
     assert response["body"]["model"] and response["body"]["usage"]["prompt_tokens"] > 0
     assert end["exit_code"] == result.returncode
+
+
+@pytest.fixture(scope="module")
+def default_model_server(tmp_path_factory):
+    """The default local model, Qwen2.5-Coder-1.5B, on its own server for this module's last test."""
+    server = llama.start(tmp_path_factory.mktemp("llama-server-1.5b"), model="1.5b")
+    yield server
+    llama.stop(server)
+
+
+def test_the_default_model_completes_a_file_writing_task(default_model_server, tmp_path):
+    """Qwen2.5-Coder-1.5B through the real command line: write a script, run it, answer. The
+    model writes its calls as text (facts.md), so this goes through recovery; temperature 0
+    keeps it repeatable. The file is judged by running it here, not by what the model says."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    task = "Create hello.py that prints Hello, tooloop! and run it with python hello.py."
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "agent.py"), "--base-url", default_model_server.url,
+         "--model", default_model_server.model, "--workspace", str(workspace), "--max-turns", "6",
+         "--transcript", str(tmp_path / "run.jsonl"), task],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "COLUMNS": "200"})
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = subprocess.run([sys.executable, "hello.py"], cwd=workspace, capture_output=True, text=True, timeout=60)
+    assert run.stdout == "Hello, tooloop!\n", result.stderr[-3000:]
+    tools_run = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [e["name"] for e in tools_run if e["event"] == "tool"][-1] == "run_shell"  # it ran it, too

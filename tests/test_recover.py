@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from recover import failed_attempt, recover_calls
+from recover import failed_attempt, file_blocks, recover_calls
 
 NAMES = {"read_file", "write_file", "run_shell"}
 F = "```"  # a code fence, kept out of the strings below so they stay readable
@@ -181,3 +181,51 @@ def test_failed_attempt_explains(text, word):
 @pytest.mark.parametrize("text", [case[1] for case in FINAL], ids=[case[0] for case in FINAL])
 def test_final_answer_is_not_a_failed_attempt(text):
     assert failed_attempt(text, NAMES) is None
+
+
+# --- whole files shown as code blocks (file_blocks) -------------------------------------------
+
+STATS = "def mean(v):\n    return sum(v) / len(v)\n\n\ndef median(v):\n    return sorted(v)[len(v) // 2]\n"
+FIZZ = "for i in range(1, 21):\n    print(i)\n"
+SCRIPT = "#!/bin/sh\nmkdir -p backup\ncp data/*.txt backup/\n"
+
+
+def written(path, content):
+    return [("write_file", json.dumps({"path": path, "content": content}))]
+
+
+# (id, model reply, the files as they are now, expected write_file calls)
+BLOCKS = [
+    # Seen here (Qwen2.5-Coder-1.5B, fizzbuzz): the file named in a heading, then a run command.
+    ("named-in-prose", f"### Step 1: Create `fizzbuzz.py`\n\n{F}python\n{FIZZ}{F}\n\nRun it:\n{F}sh\n"
+     f"python fizzbuzz.py\n{F}", {}, written("fizzbuzz.py", FIZZ)),
+    ("named-in-comment", f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {},
+     written("fizzbuzz.py", "# fizzbuzz.py\n" + FIZZ)),
+    # Seen here (fix-shell-script): the corrected script, then chmod and a run, both naming it.
+    ("shell-script-then-commands", f"To fix `backup.sh`, here is the corrected script:\n\n{F}bash\n{SCRIPT}{F}\n\n"
+     f"Now save this script as `backup.sh` and make it executable:\n\n{F}sh\nchmod +x backup.sh\n{F}",
+     {"backup.sh": "cp data/*.text backup/\n"}, written("backup.sh", SCRIPT)),
+    ("keeps-every-definition", f"The fixed `stats.py`:\n{F}python\n{STATS.replace('// 2]', '// 2] * 1')}{F}",
+     {"stats.py": STATS}, written("stats.py", STATS.replace("// 2]", "// 2] * 1"))),
+    ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
+     written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
+    # Not files: nothing is written.
+    # Seen here (fix-bug): "the corrected `median` function" alone would delete mean().
+    ("snippet-drops-a-definition", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
+     f"def median(v):\n    return 0\n{F}", {"stats.py": STATS}, []),
+    ("two-files-named", f"Change `a.py` and `b.py`:\n{F}python\nx = 1\n{F}", {}, []),
+    ("no-file-named", f"Here is the function:\n{F}python\n{FIZZ}{F}", {}, []),
+    ("language-does-not-fit", f"`notes.py` should hold:\n{F}sh\nls\n{F}", {}, []),
+    ("no-language", f"`fizzbuzz.py`:\n{F}\n{FIZZ}{F}", {}, []),
+    ("output-not-a-file", f"`fizzbuzz.py` prints:\n{F}text\n1\n2\n{F}", {}, []),
+    ("command-naming-its-file", f"Run `fizzbuzz.py` like this:\n{F}python\npython fizzbuzz.py\n{F}", {}, []),
+    ("does-not-parse", f"`fizzbuzz.py`:\n{F}python\nprint(i) for i in range(3)\n{F}", {}, []),
+    ("cut-off-mid-block", f"`fizzbuzz.py`:\n{F}python\n{FIZZ}", {}, []),
+    ("mentions-its-own-name", f"`run.sh`:\n{F}sh\necho run.sh started\n{F}", {}, []),
+]
+
+
+@pytest.mark.parametrize("text, files, expected", [case[1:] for case in BLOCKS], ids=[case[0] for case in BLOCKS])
+def test_file_blocks(text, files, expected):
+    assert recover_calls(text, NAMES) == []
+    assert file_blocks(text, files.get) == expected
