@@ -60,6 +60,8 @@ MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the r
 KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 
+CLAIMS = re.compile(r"\b(?:renam|updat|chang|modif|fix|creat|replac|implement)(?:e|es|ed|ied|ing|ying)?\b|\badded\b",
+                    re.I)  # "I renamed it", "after renaming": the answer says files were changed
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 console = Console(stderr=True, highlight=False)
@@ -107,7 +109,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                               style="bold yellow")
                 return 5, ""
             show_call(name, arguments)
-            result = (prompts.SKIPPED if i and failed(*results[-1]) else  # planned blind on a failure
+            result = (prompts.SKIPPED if i and results[-1][0] != "read_file" and failed(*results[-1]) else
                       prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
                       dispatch(name, arguments, settings))
             show_result(result)
@@ -168,6 +170,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) 
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:
         return prompts.UNVERIFIED  # files changed, and nothing run since to check them (asked once)
+    if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
+        return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
     return None
 
 
@@ -283,19 +287,24 @@ def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda 
     # aim at 70% of the window, so the next few turns fit too; without numbers, free half
     want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
     freed = 0
-    for m in messages[2:-KEEP_RECENT]:
-        if freed >= want:
-            break
+    for i, m in enumerate(messages[:-KEEP_RECENT]):
+        if i < 2 or freed >= want:
+            continue
+        # new dicts, never edits in place: the transcript compares each request with the last
         if m["role"] == "tool" and len(m["content"]) > 200:
             stub = f"[compacted: {len(m['content'])} characters of old output removed to fit the context]"
             freed += len(m["content"]) - len(stub)
-            m["content"] = stub
+            messages[i] = {**m, "content": stub}
+        calls = []
         for call in m.get("tool_calls") or []:
             args = call["function"]["arguments"]
             if call["function"]["name"] == "write_file" and len(args) > 200:
                 stub = json.dumps({**parse_json_object(args), "content": "[compacted]"})
                 freed += len(args) - len(stub)
-                call["function"]["arguments"] = stub
+                call = {**call, "function": {**call["function"], "arguments": stub}}
+            calls.append(call)
+        if calls:
+            messages[i] = {**m, "tool_calls": calls}
     if freed > 0:
         note("compacted", f"context full ({n_prompt or '?'} of {n_ctx or '?'} tokens): replaced old "
                           f"tool output with stubs, freeing {freed} characters", log)

@@ -27,7 +27,7 @@ from typing import Callable
 
 import sandbox
 
-READ_CAP = 12_000  # bytes of a file handed to the model; a few thousand tokens
+READ_CAP = 6_000  # bytes of a file handed to the model: 1,500-3,500 tokens that every later request carries
 OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
 
 # What goes over the wire, exactly. Descriptions are short: every request pays for them.

@@ -4,6 +4,10 @@ A run's events, in order:
 
     {"event": "start", "task": ..., "config": {...}, "time": ...}     config has no API key
     {"event": "request", "turn": 1, "body": {...}}                     exactly what was sent
+    {"event": "request", "turn": 2, "body": {...}, "after": 3}         the same, when the messages
+        are the previous request's with more appended: `body.messages` holds only the new ones,
+        after the first `after` (read() puts the whole list back), so a long run's transcript
+        grows with the conversation, not with its square
     {"event": "response", "turn": 1, "body": {...}, "seconds": ...}    exactly what came back
     {"event": "tool", "turn": 1, "id": ..., "name": ..., "arguments": ..., "result": ...}
     {"event": "note", "kind": "recovered" | "compacted" | ..., "text": ...}
@@ -40,7 +44,15 @@ def writer(path: Path, secrets: list[str]):
             pass
     file = os.fdopen(os.open(path, nofollow | os.O_APPEND, 0o644), "a", encoding="utf-8")
 
+    previous = []  # the messages of the last request logged
+
     def log(event: str, **data) -> None:
+        nonlocal previous
+        if event == "request":
+            messages = data["body"]["messages"]
+            if previous and messages[:len(previous)] == previous:
+                data = {**data, "body": {**data["body"], "messages": messages[len(previous):]}, "after": len(previous)}
+            previous = list(messages)
         line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)
         for secret in secrets:
             line = line.replace(secret, "[redacted]")
@@ -53,12 +65,16 @@ def writer(path: Path, secrets: list[str]):
 
 def read(path: Path) -> list[dict]:
     """The events of a transcript; a last line cut short by a crash is skipped."""
-    events = []
+    events, messages = [], []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if event.get("event") == "request":
+            messages = messages[:event.pop("after", 0)] + event["body"]["messages"]
+            event["body"]["messages"] = messages
+        events.append(event)
     return events
 
 

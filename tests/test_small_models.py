@@ -6,6 +6,7 @@ import json
 
 import agent
 import prompts
+import transcript
 from fake_server import Status, answer, call, reply
 
 FENCED = 'I will write it.\n```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": "print(1)\\n"}}\n```'
@@ -57,6 +58,13 @@ def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake,
     assert not (workspace / "a.txt").exists()
     first, second = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
     assert first["content"].startswith("exit code: 1") and second["content"] == prompts.SKIPPED
+
+
+def test_a_failed_read_does_not_stop_the_calls_after_it(run_agent, fake, workspace):
+    # seen here: read fizzbuzz.py (to see whether it exists), then write it, in one reply
+    code, _, _ = run_agent(reply(call("read_file", path="new.py"), call("write_file", path="new.py", content="x")),
+                           answer("ok"), answer("ok"))
+    assert (workspace / "new.py").read_text() == "x"
 
 
 def test_kimi_markup_is_recovered(run_agent, fake, workspace):
@@ -113,17 +121,25 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
     assert code == 0 and len(fake.requests) == 3
 
 
+def test_an_answer_claiming_changes_that_were_never_written_gets_one_nudge(run_agent, fake):
+    # seen here: asked to rename a function, the 1.5B model ran main.py and said it had renamed it
+    claim = "The output is unchanged after renaming calc_area to rectangle_area in all three files."
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(claim), answer(claim))
+    assert code == 0 and out == claim + "\n" and len(fake.requests) == 3
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.UNDONE}
+
+
 def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
     give_up = "The command failed. Please check the file and provide more details."
     code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up),
-                             reply(call("run_shell", command="true")), answer("Fixed; it runs."))
-    assert code == 0 and out == "Fixed; it runs.\n"
+                             reply(call("run_shell", command="true")), answer("It runs now."))
+    assert code == 0 and out == "It runs now.\n"
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.LAST_FAILED}
 
 
 def test_code_shown_after_reading_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake, workspace):
     (workspace / "a.py").write_text("print(0)\n")
-    shown = "Here is the fix:\n```python\nprint(1)\n```"
+    shown = "Here is the code:\n```python\nprint(1)\n```"
     code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
                              reply(call("run_shell", command="true")), answer(shown))
     assert code == 0 and out == shown + "\n"
@@ -174,8 +190,8 @@ PARSER_500 = Status(500, {"error": {"code": 500, "type": "server_error",
 
 def test_a_parser_error_gets_one_corrective_retry(run_agent, fake):
     # the openai client itself retries a 500 once (max_retries=1), then the harness steps in
-    code, out, err = run_agent(PARSER_500, PARSER_500, answer("fixed"))
-    assert code == 0 and out == "fixed\n"
+    code, out, err = run_agent(PARSER_500, PARSER_500, answer("done"))
+    assert code == 0 and out == "done\n"
     corrective = fake.requests[2]["messages"][-1]
     assert corrective["role"] == "user" and "could not read your last reply as a tool call" in corrective["content"]
     assert "Failed to parse input" in corrective["content"]
@@ -201,17 +217,22 @@ def context_window(limit_chars, then):
 
 def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
     for n in range(3):
-        (workspace / f"big{n}.txt").write_text("word " * 2000)  # 10,000 characters each
+        (workspace / f"big{n}.txt").write_text("word " * 1100)  # 5,500 characters each
     reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
-    code, out, err = run_agent(*[context_window(25_000, r) for r in reads],
-                               context_window(25_000, answer("done")), context_window(25_000, answer("done")))
+    code, out, err = run_agent(*[context_window(15_000, r) for r in reads],
+                               context_window(15_000, answer("done")), context_window(15_000, answer("done")))
     assert code == 0 and out == "done\n"
     assert "context full" in err and "replaced old tool output with stubs" in err
     last = fake.requests[-1]["messages"]
-    assert len(json.dumps(last)) <= 25_000
+    assert len(json.dumps(last)) <= 15_000
     assert last[0]["role"] == "system" and last[1]["content"] == "do the task"  # kept
-    assert last[3]["content"].startswith("[compacted: 10000 characters of old output removed")
-    assert last[-1]["content"] == "word " * 2000  # the recent turns are kept whole
+    assert last[3]["content"].startswith("[compacted: 5500 characters of old output removed")
+    assert last[-1]["content"] == "word " * 1100  # the recent turns are kept whole
+    # the transcript records what was sent: a full body again after the rewrite, then appends only
+    recorded = [e for e in transcript.read(workspace.parent / "transcript.jsonl") if e["event"] == "request"]
+    assert [e["body"]["messages"] for e in recorded] == [r["messages"] for r in fake.requests]
+    raw = [json.loads(line) for line in (workspace.parent / "transcript.jsonl").read_text().splitlines()]
+    assert [e.get("after") for e in raw if e["event"] == "request"] == [None, 2, 4, 6, None]
 
 
 def test_a_context_that_cannot_fit_is_exit_4(run_agent, fake):
