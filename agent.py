@@ -6,9 +6,11 @@
 endpoint, append the reply as it came back, run the tool it asks for through `tools.dispatch`,
 append the result, and repeat until the model answers in plain text or the turn cap is hit.
 Small local models need a little more, and each piece is visible on screen when it acts: tool
-calls written as text are recovered (recover.py), a reply cut off at the token limit is never
-run, a reply that only looks like an answer gets one nudge, a call repeated in a row is stopped,
-and a context that overflows is compacted (`compact`, the one place history is rewritten).
+calls written as text, and whole files shown as code blocks, are recovered (recover.py); a call
+cut off at the token limit is never run; a reply that only looks like an answer gets a note
+(`not_an_answer`); calls planned after a failed one in the same reply are not run; a call
+repeated in a row is stopped; and a context that overflows is compacted (`compact`, the one
+place history is rewritten).
 
 Everything else here is the model call (`caller`), printing, and the command line. Printing goes
 to stderr through rich with markup off for model and tool text (code is full of [brackets]);
@@ -55,7 +57,10 @@ EXIT_CODES = {
 }
 NAMES = {tool["function"]["name"] for tool in TOOLS}
 MAX_REPLY_TOKENS = 2048  # one reply; enough for a whole small file in a write_file call
-MAX_NUDGES = 2  # replies that look like a botched call before one is taken as the answer
+# Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
+# same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
+SAMPLING = {"temperature": 0.7, "top_p": 0.8}
+MAX_NUDGES = 3  # replies that are not yet an answer, before one is taken as the answer anyway
 MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the run
 KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
@@ -166,12 +171,12 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) 
         return prompts.EMPTY
     if "```" in text and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
+    if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
+        return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:
         return prompts.UNVERIFIED  # files changed, and nothing run since to check them (asked once)
-    if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
-        return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
     return None
 
 
@@ -209,7 +214,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
         while True:
             request = dict(model=model, messages=messages, tools=TOOLS, tool_choice="auto",
                            parallel_tool_calls=False, max_completion_tokens=MAX_REPLY_TOKENS,
-                           **json.loads(os.environ.get("EXP_SAMPLING", '{"temperature": 0}')))
+                           **SAMPLING, seed=totals["turns"] + 1)
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)

@@ -34,7 +34,8 @@ def test_answer_on_turn_one_goes_to_stdout_alone(run_agent, fake):
     assert request["messages"][1] == {"role": "user", "content": "Say READY"}
     assert [t["function"]["name"] for t in request["tools"]] == ["read_file", "write_file", "run_shell"]
     assert request["tool_choice"] == "auto" and request["parallel_tool_calls"] is False
-    assert request["temperature"] == 0 and request["max_completion_tokens"] == agent.MAX_REPLY_TOKENS
+    assert request["temperature"] == 0.7 and request["max_completion_tokens"] == agent.MAX_REPLY_TOKENS
+    assert request["seed"] == 1  # the turn number
 
 
 def test_write_run_then_answer(run_agent, fake, workspace):
@@ -59,8 +60,8 @@ def test_write_run_then_answer(run_agent, fake, workspace):
     (call("read_file", path="missing.txt"), "Error: FileNotFoundError: "),
 ])
 def test_bad_calls_become_error_values_and_the_loop_goes_on(run_agent, fake, workspace, bad_call, expected):
-    # answering right after a failure is nudged (at most twice), so the model says it three times
-    code, out, _ = run_agent(reply(bad_call), *[answer("gave up")] * 3)
+    # answering right after a failure is nudged (at most MAX_NUDGES times), so the model repeats it
+    code, out, _ = run_agent(reply(bad_call), *[answer("gave up")] * (agent.MAX_NUDGES + 1))
     assert code == 0 and out == "gave up\n"
     [result] = tool_messages(fake.requests[1])
     assert result["content"].startswith(expected)
@@ -194,7 +195,7 @@ def test_prompt_injection_in_a_file_does_not_change_what_is_allowed(run_agent, f
             return reply(call("write_file", path="../pwned.txt", content="pwned"))
         return answer("done")
 
-    code, _, _ = run_agent(reply(call("read_file", path="README.txt")), *[gullible] * 4)
+    code, _, _ = run_agent(reply(call("read_file", path="README.txt")), *[gullible] * (agent.MAX_NUDGES + 2))
     assert code == 0
     refusal = tool_messages(fake.requests[2])[-1]["content"]
     assert refusal.startswith("Error: permission denied: '../pwned.txt' is outside the workspace")
@@ -303,7 +304,7 @@ def test_every_variable_is_in_env_example_and_the_readme():
 def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys):
     fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
-                   *[answer("ok")] * 3]
+                   *[answer("ok")] * (agent.MAX_NUDGES + 1)]
     assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
     write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == "Error: permission denied: writing inside .git or .tooloop (the transcripts) is not allowed"

@@ -144,8 +144,8 @@ def default_model_server(tmp_path_factory):
 
 def test_the_default_model_completes_a_file_writing_task(default_model_server, tmp_path):
     """Qwen2.5-Coder-1.5B through the real command line: write a script, run it, answer. The
-    model writes its calls as text (facts.md), so this goes through recovery; temperature 0
-    keeps it repeatable. The file is judged by running it here, not by what the model says."""
+    model writes its calls as text (facts.md), so this goes through recovery; the agent's
+    per-turn seed keeps it repeatable. The file is judged by running it here, not by what the model says."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     task = "Create hello.py that prints Hello, tooloop! and run it with python hello.py."

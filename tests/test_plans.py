@@ -38,7 +38,7 @@ def brute_force(plan, cap):
     """What must happen, read off the plan alone: (model calls, exit code, [(step, tool) that
     ran], [did step i run, for each step that got a result]). The rules: at most `cap` model
     calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5); the
-    model's answer right after a call that failed is refused twice (the nudge) before it counts,
+    model's answer right after a call that failed is refused MAX_NUDGES times before it counts,
     and one after a write with no shell command since is refused once."""
     ran, results, last, streak = [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
@@ -50,11 +50,11 @@ def brute_force(plan, cap):
         results.append(runs)
         if runs:
             ran.append((turn - 1, name))
-    # an answer right after a failed call is nudged twice before it is taken; else an answer with
+    # an answer right after a failed call is nudged MAX_NUDGES times before it is taken; else an answer with
     # a file written and no shell command run since is nudged once
     writes = [step for step, name in ran if name == "write_file"]
     untested = writes and not any(name == "run_shell" and step > writes[-1] for step, name in ran)
-    calls = len(plan) + 1 + (2 if results and not results[-1] else 1 if untested else 0)
+    calls = len(plan) + 1 + (agent.MAX_NUDGES if results and not results[-1] else 1 if untested else 0)
     return min(calls, cap), (0 if calls <= cap else 3), ran, results
 
 

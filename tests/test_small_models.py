@@ -86,7 +86,7 @@ def test_text_that_only_mentions_json_is_an_answer(run_agent, fake):
 
 def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
     echo = '<tools>{"name": "run_shell", "parameters": {"properties": {"command": {}}}}</tools>\n```python\nprint(1)\n```'
-    code, out, err = run_agent(answer(echo), answer(echo), answer(echo))
+    code, out, err = run_agent(*[answer(echo)] * (agent.MAX_NUDGES + 1))
     assert code == 0 and out == echo + "\n"  # after MAX_NUDGES nudges the reply is taken as it is
     assert len(fake.requests) == agent.MAX_NUDGES + 1
     nudge = fake.requests[1]["messages"][-1]
