@@ -11,7 +11,6 @@ import json
 import os
 import random
 
-import openai
 import pytest
 
 import agent
@@ -79,7 +78,6 @@ def shared_fake():
 
 def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, monkeypatch):
     monkeypatch.setattr(agent.console, "quiet", True)
-    client = openai.OpenAI(base_url=shared_fake.url, api_key="local", max_retries=0)
     rng = random.Random(32)
     for n in range(PLANS):
         plan = [KINDS[rng.choice(list(KINDS))](k) for k in range(rng.randint(0, 9))]
@@ -92,7 +90,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         settings = tools.Settings(workspace=ws)
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-        ask = agent.caller(agent.live(client), "fake", totals, cap)
+        ask = agent.caller(agent.live(shared_fake.url, "local"), "fake", totals, cap)
         code, answer_text = agent.run("go", ask, settings, cap)
 
         # brute force: read the plan directly

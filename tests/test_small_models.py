@@ -189,10 +189,9 @@ PARSER_500 = Status(500, {"error": {"code": 500, "type": "server_error",
 
 
 def test_a_parser_error_gets_one_corrective_retry(run_agent, fake):
-    # the openai client itself retries a 500 once (max_retries=1), then the harness steps in
-    code, out, err = run_agent(PARSER_500, PARSER_500, answer("done"))
+    code, out, err = run_agent(PARSER_500, answer("done"))
     assert code == 0 and out == "done\n"
-    corrective = fake.requests[2]["messages"][-1]
+    corrective = fake.requests[1]["messages"][-1]
     assert corrective["role"] == "user" and "could not read your last reply as a tool call" in corrective["content"]
     assert "Failed to parse input" in corrective["content"]
 
