@@ -45,7 +45,7 @@ from rich.text import Text
 
 import prompts
 import transcript
-from recover import failed_attempt, file_blocks, recover_calls
+from recover import failed_attempt, file_blocks, recover_all
 from tools import TOOLS, Refused, Settings, dispatch, inside
 
 EXIT_CODES = {
@@ -129,12 +129,11 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
 
 
 def recovered(text: str, settings: Settings, log) -> list[tuple[str, str]]:
-    """Tool calls written as text, else whole files shown as code blocks (write_file calls)."""
-    if calls := recover_calls(text, NAMES):
-        note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text", log)
-    elif calls := file_blocks(text, lambda path: current_text(path, settings)):
-        paths = ", ".join(json.loads(arguments)["path"] for _, arguments in calls)
-        note("recovered", f"recovered write_file of {paths} from a code block in the reply", log)
+    """Tool calls written as text, and whole files shown as code blocks, in reply order."""
+    calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings))
+    if calls:
+        blocks = f" (write_file of {', '.join(from_blocks)} from a code block)" if from_blocks else ""
+        note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", log)
     return calls
 
 
@@ -167,7 +166,7 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) 
     name, result = results[-1] if results else ("", "")
     writes = [i for i, (tool, out) in enumerate(results) if tool == "write_file" and not failed(tool, out)]
     untested = writes and not any(ran_ok(*pair) for pair in results[writes[-1]:])
-    if problem := failed_attempt(text, NAMES):
+    if (problem := failed_attempt(text, NAMES)) and not quotes_a_result(text, results):
         return problem
     if not text.strip():
         return prompts.EMPTY
@@ -180,6 +179,12 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) 
     if untested and prompts.UNVERIFIED not in nudged:
         return prompts.UNVERIFIED  # files changed, and nothing run since to check them (asked once)
     return None
+
+
+def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
+    """Does the reply quote a line of real tool output? Then output it shows was not imagined."""
+    seen = {line.strip() for _, result in results for line in result.splitlines() if len(line.strip()) >= 12}
+    return any(line.strip() in seen for line in text.splitlines())
 
 
 def failed(name: str, result: str) -> bool:

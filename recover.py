@@ -74,6 +74,19 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
             for _, name, args in _find_calls(text) if name in names]
 
 
+def recover_all(text: str, names: set[str], current) -> tuple[list[tuple[str, str]], list[str]]:
+    """Calls written as text and whole files shown as code blocks (for files no written call
+    covers), in the order they appear in the reply: (calls, paths written from code blocks).
+    A model that shows the file, then writes a call to run it, means both, in that order."""
+    calls = [(start, name, args) for start, name, args in _find_calls(text) if name in names]
+    written = {args.get("path") for _, name, args in calls if name == "write_file"}
+    blocks = [(start, "write_file", {"path": path, "content": body})
+              for start, path, body in _file_blocks(text, current) if path not in written and "write_file" in names]
+    ordered = sorted(calls + blocks, key=lambda call: call[0])
+    return ([(name, json.dumps(args, ensure_ascii=False)) for _, name, args in ordered],
+            [args["path"] for _, _, args in blocks])
+
+
 def file_blocks(text: str, current) -> list[tuple[str, str]]:
     """write_file calls for whole files that a reply shows as fenced code blocks instead of
     calling write_file: [("write_file", arguments_as_json_object_string), ...] in order.
@@ -86,6 +99,12 @@ def file_blocks(text: str, current) -> list[tuple[str, str]]:
     must parse, and a block that would drop a top-level def or class the file has now is a
     snippet, not a file. `current(path)` gives the file's text now, or None.
     """
+    return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
+            for _, path, body in _file_blocks(text, current)]
+
+
+def _file_blocks(text, current):
+    """file_blocks with where each block starts: [(position, path, content), ...]."""
     found, prose_start = {}, 0
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
@@ -99,9 +118,8 @@ def file_blocks(text: str, current) -> list[tuple[str, str]]:
             continue
         if path.endswith(".py") and not _keeps_definitions(current(path), body):
             continue
-        found[path] = body
-    return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
-            for path, body in found.items()]
+        found[path] = (block.start(), path, body)
+    return list(found.values())
 
 
 def _keeps_definitions(old: str | None, new: str) -> bool:

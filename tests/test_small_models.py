@@ -32,9 +32,20 @@ def test_a_whole_file_in_a_code_block_is_written(run_agent, fake, workspace):
     code, out, err = run_agent(answer(reply), answer("done"), answer("done"))  # (done, untested: nudged)
     assert code == 0 and out == "done\n"
     assert (workspace / "fizzbuzz.py").read_text() == "print('Fizz')\n"
-    assert "recovered write_file of fizzbuzz.py from a code block in the reply" in err
+    assert "recovered 1 tool call(s) from the reply's text (write_file of fizzbuzz.py from a code block)" \
+        in " ".join(err.split())  # (as one line: the screen wraps at 80 columns)
     assert fake.requests[1]["messages"][2]["tool_calls"][0]["function"] == {
         "name": "write_file", "arguments": json.dumps({"path": "fizzbuzz.py", "content": "print('Fizz')\n"})}
+
+
+def test_a_file_shown_then_a_call_to_run_it_are_both_run_in_order(run_agent, fake, workspace):
+    # seen here (fizzbuzz): the script in a python block, then a JSON call to run it
+    reply_text = ("### Step 1: write `fizzbuzz.py`\n```python\nprint('Fizz')\n```\n### Step 2: run it\n"
+                  '```json\n{"name": "run_shell", "arguments": {"command": "python3 fizzbuzz.py"}}\n```')
+    code, _, _ = run_agent(answer(reply_text), answer("done"))
+    assert code == 0
+    write, run = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
+    assert write.startswith("wrote") and run.startswith("exit code: 0") and "Fizz" in run  # written, then run
 
 
 def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspace):
@@ -65,6 +76,14 @@ def test_a_failed_read_does_not_stop_the_calls_after_it(run_agent, fake, workspa
     code, _, _ = run_agent(reply(call("read_file", path="new.py"), call("write_file", path="new.py", content="x")),
                            answer("ok"), answer("ok"))
     assert (workspace / "new.py").read_text() == "x"
+
+
+def test_output_quoted_from_a_real_run_is_not_called_imagined(run_agent, fake):
+    # seen here: the 1.5B model grepped the log, then showed the command and its real output
+    quoted = "```sh\ngrep ERROR server.log\n```\nOutput:\n```\n10:23:08 ERROR req-7309 timeout\n```\nIt is req-7309."
+    code, out, _ = run_agent(reply(call("run_shell", command="echo '10:23:08 ERROR req-7309 timeout'")),
+                             answer(quoted))
+    assert code == 0 and out == quoted + "\n" and len(fake.requests) == 2
 
 
 def test_kimi_markup_is_recovered(run_agent, fake, workspace):
