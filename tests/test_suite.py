@@ -99,7 +99,8 @@ def test_pasting_the_whole_log_is_not_finding_the_fact(tmp_path):
 def test_runner_prints_a_table_against_a_scripted_model(fake, tmp_path):
     fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
     fizzbuzz = (suite.TASKS / "fizzbuzz" / "solution" / "fizzbuzz.py").read_text()
-    fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)), answer("Done."),  # fizzbuzz
+    fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)),  # fizzbuzz
+                   reply(call("run_shell", command="python3 fizzbuzz.py")), answer("Done."),
                    answer("I do not know.")]  # csv-total: gives up at once
     run = subprocess.run([*SUITE, "--base-url", fake.url, "--only", "fizzbuzz", "--only", "csv-total",
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
