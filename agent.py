@@ -270,11 +270,19 @@ def live(base_url: str, api_key: str, timeout: float = 600):
     url = urllib.parse.urlsplit(base_url.rstrip("/") + "/chat/completions")
     connect = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
-    connection = None
+    connection, sent, encoded = None, [], []  # the last request's messages, and each one's JSON
 
     def send(request: dict):
         nonlocal connection
-        body = json.dumps(request).encode()
+        # The history only grows (compaction puts new dicts in place of old ones), so each message
+        # is encoded once, the turn it is new: a long run does not re-encode its whole past.
+        messages, same = request["messages"], 0
+        while same < min(len(sent), len(messages)) and messages[same] is sent[same]:
+            same += 1
+        encoded[same:] = [json.dumps(m) for m in messages[same:]]
+        sent[:] = messages
+        head = json.dumps({key: value for key, value in request.items() if key != "messages"})
+        body = f'{head[:-1]}, "messages": [{", ".join(encoded)}]}}'.encode()
         for attempt in (1, 2):  # once more after a dropped connection or a busy server
             try:
                 connection = connection or connect(url.hostname, url.port, timeout=timeout)
