@@ -101,7 +101,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
-            problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(message.content or "", results, nudged)
+            problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
+                message.content or "", results, nudged, names_a_file(task, settings))
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
@@ -158,9 +159,10 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) -> str | None:
-    """Why a reply with no tool call is not yet a final answer, or None if it is one.
-    `results` are the run's (tool, result) pairs so far, `nudged` the notes already sent."""
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], about_files: bool) -> str | None:
+    """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
+    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `about_files`
+    whether the task names a file in the workspace."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     name, result = results[-1] if results else ("", "")
@@ -172,6 +174,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str]) 
         return prompts.EMPTY
     if "```" in text and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
+    if not results and about_files and prompts.NO_TOOL not in nudged:
+        return prompts.NO_TOOL  # the task names files, and the model answered without a look (once)
     if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
         return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
     if failed(name, result):
@@ -185,6 +189,10 @@ def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
     """Does the reply quote a line of real tool output? Then output it shows was not imagined."""
     seen = {line.strip() for _, result in results for line in result.splitlines() if len(line.strip()) >= 12}
     return any(line.strip() in seen for line in text.splitlines())
+
+
+def names_a_file(task: str, settings: Settings) -> bool:
+    return any(current_text(name, settings) is not None for name in re.findall(r"\b\w[\w./-]*\.\w+", task))
 
 
 def failed(name: str, result: str) -> bool:

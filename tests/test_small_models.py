@@ -86,6 +86,15 @@ def test_output_quoted_from_a_real_run_is_not_called_imagined(run_agent, fake):
     assert code == 0 and out == quoted + "\n" and len(fake.requests) == 2
 
 
+def test_an_answer_without_a_look_at_the_files_the_task_names_gets_one_nudge(run_agent, fake, workspace):
+    # seen here: asked to read a.txt, b.txt and c.txt, the 1.5B model made up their contents
+    (workspace / "a.txt").write_text("apple\n")
+    made_up = "a.txt holds Hello, World!"
+    code, out, _ = run_agent(answer(made_up), answer(made_up), task="Read a.txt and tell me what it holds.")
+    assert code == 0 and out == made_up + "\n" and len(fake.requests) == 2
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.NO_TOOL}
+
+
 def test_kimi_markup_is_recovered(run_agent, fake, workspace):
     code, _, _ = run_agent(answer(KIMI), answer("done"))
     assert code == 0 and (workspace / "b.txt").read_text() == "hi\n"
