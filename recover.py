@@ -3,8 +3,9 @@
 Small local models often "call" a tool by writing the call into their reply: Qwen2.5-Coder puts
 it in a ```json block, Hermes-style templates ask for <tool_call> tags, and Kimi K2's markup
 leaks through when the server does not parse it. When a reply has no `tool_calls`, the loop asks
-`recover_calls` for calls written as text and, if there are none, `failed_attempt` whether the
-reply is a botched call rather than a final answer.
+`recover_all` for calls written as text and whole files shown as code blocks (`file_blocks`), in
+the order written, and, if there are none, `failed_attempt` whether the reply is a botched call
+rather than a final answer.
 
 Recovered, for the tool names the caller passes in only:
 
