@@ -192,7 +192,13 @@ def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
 
 
 def names_a_file(task: str, settings: Settings) -> bool:
-    return any(current_text(name, settings) is not None for name in re.findall(r"\b\w[\w./-]*\.\w+", task))
+    """Does the task name a file that is in the workspace?"""
+    def exists(name):
+        try:
+            return inside(name, settings).is_file()
+        except (OSError, ValueError, Refused):
+            return False
+    return any(exists(name) for name in re.findall(r"\b\w[\w./-]*\.\w+", task))
 
 
 def failed(name: str, result: str) -> bool:
