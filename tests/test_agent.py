@@ -311,3 +311,18 @@ def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, wor
     assert "Read-only file system" in shell
     [log] = (workspace / ".tooloop").glob("*.jsonl")
     assert "forged\n" not in log.read_text() and not (workspace / ".tooloop" / "new").exists()
+
+
+def test_each_message_is_encoded_once_however_many_requests_carry_it(run_agent, fake, monkeypatch):
+    systems = []
+    real = json.dumps
+
+    def counting(value, *args, **kwargs):
+        if isinstance(value, dict) and value.get("role") == "system":
+            systems.append(value)
+        return real(value, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", counting)
+    code, _, _ = run_agent(*[reply(call("run_shell", command=f"echo {n}")) for n in range(3)], answer("ok"))
+    assert code == 0 and len(fake.requests) == 4
+    assert len(systems) == 1  # sent four times, encoded once
