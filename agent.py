@@ -32,7 +32,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -93,7 +93,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         if not calls and recover and message.content:
             calls = [(f"recovered_{turn}_{i}", name, args)
-                     for i, (name, args) in enumerate(recovered(message.content, settings, log))]
+                     for i, (name, args) in enumerate(recovered(message.content, settings, messages, log))]
         messages.append(as_history(message, calls))  # as returned; recovered calls made structured
         if choice.finish_reason == "length" and (message.tool_calls or not calls):  # never run half a call
             note("cut_off", "the reply hit the token limit; nothing in it was run", log)
@@ -109,7 +109,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             note("nudge", problem, log)
             messages.append({"role": "user", "content": problem})
             continue
-        for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
+        seen = len(results)  # results from here on are this reply's
+        for call_id, name, arguments in calls:  # each call gets one answer, matched by id
             streak = streak + 1 if (name, canonical(arguments)) == last_call else 1
             last_call = (name, canonical(arguments))
             if streak > MAX_REPEATS:
@@ -117,7 +118,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                               style="bold yellow")
                 return 5, ""
             show_call(name, arguments)
-            result = (prompts.SKIPPED if i and results[-1][0] != "read_file" and failed(*results[-1]) else
+            result = (prompts.SKIPPED if name != "read_file" and any(informs(*r) for r in results[seen:]) else
                       prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
                       dispatch(name, arguments, settings))
             show_result(result)
@@ -129,13 +130,29 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     return 3, ""
 
 
-def recovered(text: str, settings: Settings, log) -> list[tuple[str, str]]:
-    """Tool calls written as text, and whole files shown as code blocks, in reply order."""
-    calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings))
+def recovered(text: str, settings: Settings, messages: list, log) -> list[tuple[str, str]]:
+    """Tool calls written as text, whole files shown as code blocks and commands shown as ```sh
+    blocks, in reply order."""
+    calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings), ran_unchanged(messages))
     if calls:
-        blocks = f" (write_file of {', '.join(from_blocks)} from a code block)" if from_blocks else ""
+        blocks = f" ({'; '.join(from_blocks)}, from code blocks)" if from_blocks else ""
         note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", log)
     return calls
+
+
+def ran_unchanged(messages: list) -> set[str]:
+    """The commands run since the last successful write_file: shown again in a ```sh block, one
+    of them is a quote of what ran (as in a final answer), not a new call."""
+    results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    commands = set()
+    for call in (c for m in messages for c in m.get("tool_calls") or []):
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
+        if name == "write_file" and not failed(name, results.get(call["id"], "Error")):
+            commands.clear()
+        elif name == "run_shell":
+            with suppress(ValueError, KeyError, TypeError):
+                commands.add(json.loads(arguments)["command"])
+    return commands
 
 
 def current_text(path: str, settings: Settings) -> str | None:
@@ -204,6 +221,13 @@ def names_a_file(task: str, settings: Settings) -> bool:
 def failed(name: str, result: str) -> bool:
     """Did this tool call fail: an error value, or a command with a nonzero exit code?"""
     return result.startswith("Error") or (name == "run_shell" and not result.startswith("exit code: 0"))
+
+
+def informs(name: str, result: str) -> bool:
+    """Would a call planned after this one, in the same reply, have been planned blind? Yes after
+    a file's text, any command's output, or a failure; not after a read that found no file (models
+    look whether a file exists, then create it) or a write that worked (its result is no news)."""
+    return name == "run_shell" or (name == "read_file") != failed(name, result)
 
 
 def canonical(arguments: str) -> str:

@@ -46,8 +46,9 @@ LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not 
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")
 
-SKIPPED = ("Error: not run, because the write or command before it in the same reply failed. Look at "
-           "that result first; make this call again if it still makes sense.")
+SKIPPED = ("Error: not run, because it was planned before the result of the call above it (a file's "
+           "text, a command's output or an error) was seen. Read that result first; make this call again "
+           "if it still makes sense.")
 
 REPEATED = ("Error: you made this exact call {count} times in a row, so it was not run again: the "
             "result would be the same. Try something different, or answer if you are done.")

@@ -53,6 +53,7 @@ _LANGUAGES = {"py": {"python", "py", "python3"}, "sh": {"sh", "bash", "shell"},
               "js": {"javascript", "js"}, "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"},
               "go": {"go"}, "rs": {"rust", "rs"}, "c": {"c"}, "html": {"html"}, "css": {"css"}}
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANGUAGES) + r"))(?![\w/-])")
+_SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
@@ -75,17 +76,29 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
             for _, name, args in _find_calls(text) if name in names]
 
 
-def recover_all(text: str, names: set[str], current) -> tuple[list[tuple[str, str]], list[str]]:
-    """Calls written as text and whole files shown as code blocks (for files no written call
-    covers), in the order they appear in the reply: (calls, paths written from code blocks).
-    A model that shows the file, then writes a call to run it, means both, in that order."""
+def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tuple[list[tuple[str, str]], list[str]]:
+    """Calls written as text, whole files shown as code blocks (for files no written call
+    covers) and commands shown as ```sh blocks, in the order they appear in the reply, each
+    call once: (calls, what came from code blocks, said in words). A model that shows the file,
+    then the command that runs it, means both, in that order. A ```sh block holding a command
+    in `quoted` (one that ran with no file changed since) quotes it, unless the reply writes first."""
     calls = [(start, name, args) for start, name, args in _find_calls(text) if name in names]
     written = {args.get("path") for _, name, args in calls if name == "write_file"}
+    files = _file_blocks(text, current)
     blocks = [(start, "write_file", {"path": path, "content": body})
-              for start, path, body in _file_blocks(text, current) if path not in written and "write_file" in names]
-    ordered = sorted(calls + blocks, key=lambda call: call[0])
-    return ([(name, json.dumps(args, ensure_ascii=False)) for _, name, args in ordered],
-            [args["path"] for _, _, args in blocks])
+              for start, path, body in files if path not in written and "write_file" in names]
+    commands = [(start, "run_shell", {"command": command})
+                for start, command in _command_blocks(text, {start for start, _, _ in files})
+                if "run_shell" in names and (command not in quoted or any(
+                    name == "write_file" and at < start for at, name, _ in calls + blocks))]
+    ordered, seen = [], set()
+    for _, name, args in sorted(calls + blocks + commands, key=lambda call: call[0]):
+        encoded = json.dumps(args, ensure_ascii=False)
+        if (name, encoded) not in seen:  # a tutorial shows the same command twice: run it once
+            seen.add((name, encoded))
+            ordered.append((name, encoded))
+    return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
+        f"run_shell of {args['command']!r}" for _, _, args in commands]
 
 
 def file_blocks(text: str, current) -> list[tuple[str, str]]:
@@ -111,7 +124,7 @@ def _file_blocks(text, current):
         language, body = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
         named = _NAME_COMMENT.match(body)
-        paths = [named.group(1)] if named else list(dict.fromkeys(_FILE_NAME.findall(prose)))
+        paths = [named.group(1)] if named else _named_alone(prose)
         if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
             continue  # no single file named, already written, or cut off mid-block
         path = paths[0]
@@ -121,6 +134,32 @@ def _file_blocks(text, current):
             continue
         found[path] = (block.start(), path, body)
     return list(found.values())
+
+
+def _named_alone(prose: str) -> list[str]:
+    """The files the prose before a block names: all of them if it names one, else those that
+    the line right before the block names ("Here is the code for `test_x.py`:")."""
+    paths = list(dict.fromkeys(_FILE_NAME.findall(prose)))
+    if len(paths) > 1:
+        paths = list(dict.fromkeys(_FILE_NAME.findall(prose.rstrip().rpartition("\n")[2])))
+    return paths
+
+
+def _command_blocks(text, used):
+    """Shell commands a reply shows in ```sh (bash, shell, console) blocks that are not a
+    file's content (`used`: where the file blocks start): [(position, command), ...]. A
+    leading "$ " prompt is dropped; in a console block only the prompted lines are commands."""
+    found = []
+    for block in _FENCE.finditer(text):
+        language, body = block.group(1).lower(), block.group(2)
+        if language not in _SHELLS or block.start() in used or not block.group(0).endswith("```"):
+            continue
+        lines = body.strip().splitlines()
+        if language == "console" or any(line.startswith("$ ") for line in lines):
+            lines = [line[2:] for line in lines if line.startswith("$ ")]
+        if command := "\n".join(lines).strip():
+            found.append((block.start(), command))
+    return found
 
 
 def _keeps_definitions(old: str | None, new: str) -> bool:

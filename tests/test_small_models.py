@@ -27,14 +27,17 @@ def test_a_call_written_as_text_is_recovered_and_run(run_agent, fake, workspace)
     assert result == {"role": "tool", "tool_call_id": "recovered_1_0", "content": "wrote 9 bytes (1 lines) to a.py"}
 
 
-def test_a_whole_file_in_a_code_block_is_written(run_agent, fake, workspace):
+def test_a_whole_file_in_a_code_block_is_written_and_a_sh_block_is_run(run_agent, fake, workspace):
     reply = "Create `fizzbuzz.py`:\n```python\nprint('Fizz')\n```\nThen run:\n```sh\npython fizzbuzz.py\n```"
-    code, out, err = run_agent(answer(reply), answer("done"), answer("done"))  # (done, untested: nudged)
+    code, out, err = run_agent(answer(reply), answer("done"))
     assert code == 0 and out == "done\n"
     assert (workspace / "fizzbuzz.py").read_text() == "print('Fizz')\n"
-    assert "recovered 1 tool call(s) from the reply's text (write_file of fizzbuzz.py from a code block)" \
-        in " ".join(err.split())  # (as one line: the screen wraps at 80 columns)
-    assert fake.requests[1]["messages"][2]["tool_calls"][0]["function"] == {
+    assert ("recovered 2 tool call(s) from the reply's text (write_file of fizzbuzz.py; run_shell of "
+            "'python fizzbuzz.py', from code blocks)") in " ".join(err.split())  # (the screen wraps)
+    written, ran = fake.requests[1]["messages"][2]["tool_calls"]
+    assert ran["function"] == {"name": "run_shell", "arguments": json.dumps({"command": "python fizzbuzz.py"})}
+    assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nFizz\n"
+    assert written["function"] == {
         "name": "write_file", "arguments": json.dumps({"path": "fizzbuzz.py", "content": "print('Fizz')\n"})}
 
 
@@ -78,12 +81,21 @@ def test_a_failed_read_does_not_stop_the_calls_after_it(run_agent, fake, workspa
     assert (workspace / "new.py").read_text() == "x"
 
 
-def test_output_quoted_from_a_real_run_is_not_called_imagined(run_agent, fake):
+def test_output_quoted_from_a_real_run_is_not_called_imagined_nor_run_again(run_agent, fake, workspace):
     # seen here: the 1.5B model grepped the log, then showed the command and its real output
+    (workspace / "server.log").write_text("10:23:07 INFO req-7308 ok\n10:23:08 ERROR req-7309 timeout\n")
     quoted = "```sh\ngrep ERROR server.log\n```\nOutput:\n```\n10:23:08 ERROR req-7309 timeout\n```\nIt is req-7309."
-    code, out, _ = run_agent(reply(call("run_shell", command="echo '10:23:08 ERROR req-7309 timeout'")),
-                             answer(quoted))
+    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer(quoted))
     assert code == 0 and out == quoted + "\n" and len(fake.requests) == 2
+
+
+def test_a_sh_block_runs_a_command_again_after_a_write(run_agent, fake, workspace):
+    # a fix shown as a file, then the test that failed before: both are meant
+    fix = "Fixed `t.py`:\n```python\nprint('ok')\n```\n```sh\npython t.py\n```"
+    code, out, _ = run_agent(reply(call("write_file", path="t.py", content="1/0")),
+                             reply(call("run_shell", command="python t.py")), answer(fix), answer("done"))
+    assert code == 0 and out == "done\n"
+    assert fake.requests[3]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nok\n"
 
 
 def test_an_answer_without_a_look_at_the_files_the_task_names_gets_one_nudge(run_agent, fake, workspace):
@@ -181,12 +193,13 @@ def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
     assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
 
 
-def test_a_command_shown_after_a_write_but_not_run_gets_a_nudge(run_agent, fake):
+def test_a_command_shown_after_a_write_is_run_and_shown_again_is_a_quote(run_agent, fake):
     shown = "To run it:\n```sh\npython a.py\n```"
-    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")), answer(shown),
-                             reply(call("run_shell", command="python3 a.py")), answer(shown))
-    assert code == 0 and out == shown + "\n"  # after a successful run, the same text is an answer
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")), answer(shown), answer(shown))
+    assert code == 0 and out == shown + "\n"  # the second time, the command has run: an answer
+    assert fake.requests[2]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0",
+                                                "content": "exit code: 0\n--- stdout ---\n1\n"}
+    assert len(fake.requests) == 3
 
 
 def test_a_reply_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspace):
