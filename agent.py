@@ -58,7 +58,7 @@ EXIT_CODES = {
     130: "interrupted (Ctrl-C)",
 }
 NAMES = {tool["function"]["name"] for tool in TOOLS}
-MAX_REPLY_TOKENS = 2048  # one reply; enough for a whole small file in a write_file call
+MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
@@ -69,6 +69,7 @@ SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always ge
 
 CLAIMS = re.compile(r"\b(?:renam|updat|chang|modif|fix|creat|replac|implement)(?:e|es|ed|ied|ing|ying)?\b|\badded\b",
                     re.I)  # "I renamed it", "after renaming": the answer says files were changed
+FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 console = Console(stderr=True, highlight=False)
@@ -118,7 +119,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                               style="bold yellow")
                 return 5, ""
             show_call(name, arguments)
-            result = (prompts.SKIPPED if name != "read_file" and any(informs(*r) for r in results[seen:]) else
+            result = (prompts.SKIPPED if blind(name, results[seen:]) else
                       prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
                       dispatch(name, arguments, settings))
             show_result(result)
@@ -189,7 +190,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return problem
     if not text.strip():
         return prompts.EMPTY
-    if "```" in text and not ran_ok(name, result) or file_blocks(text, lambda path: None):
+    code = any(body.strip() for body in FENCED.findall(text))
+    if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
     if not results and about_files and prompts.NO_TOOL not in nudged:
         return prompts.NO_TOOL  # the task names files, and the model answered without a look (once)
@@ -223,11 +225,16 @@ def failed(name: str, result: str) -> bool:
     return result.startswith("Error") or (name == "run_shell" and not result.startswith("exit code: 0"))
 
 
-def informs(name: str, result: str) -> bool:
-    """Would a call planned after this one, in the same reply, have been planned blind? Yes after
-    a file's text, any command's output, or a failure; not after a read that found no file (models
-    look whether a file exists, then create it) or a write that worked (its result is no news)."""
-    return name == "run_shell" or (name == "read_file") != failed(name, result)
+def blind(name: str, earlier: list[tuple[str, str]]) -> bool:
+    """Was this call planned without results it needed? `earlier`: this reply's calls before it,
+    with their results. A write_file is, after a file's text, a command's output or any failure
+    (not after a read that found no file: models look whether a file exists, then create it). A
+    command is, after a failed write or command. Reads always run: they change nothing."""
+    def news(tool, result):
+        return tool == "run_shell" or (tool == "read_file") != failed(tool, result)
+    if name == "write_file":
+        return any(news(*pair) for pair in earlier)
+    return name == "run_shell" and any(tool != "read_file" and failed(tool, result) for tool, result in earlier)
 
 
 def canonical(arguments: str) -> str:

@@ -53,6 +53,8 @@ _LANGUAGES = {"py": {"python", "py", "python3"}, "sh": {"sh", "bash", "shell"},
               "js": {"javascript", "js"}, "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"},
               "go": {"go"}, "rs": {"rust", "rs"}, "c": {"c"}, "html": {"html"}, "css": {"css"}}
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANGUAGES) + r"))(?![\w/-])")
+# For _program: top-level statements that do nothing by themselves.
+_QUIET = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 _SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
@@ -87,8 +89,9 @@ def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tupl
     files = _file_blocks(text, current)
     blocks = [(start, "write_file", {"path": path, "content": body})
               for start, path, body in files if path not in written and "write_file" in names]
+    used = {start for start, _, _ in files}
     commands = [(start, "run_shell", {"command": command})
-                for start, command in _command_blocks(text, {start for start, _, _ in files})
+                for start, command in _command_blocks(text, used) + _program(text, used, names)
                 if "run_shell" in names and (command not in quoted or any(
                     name == "write_file" and at < start for at, name, _ in calls + blocks))]
     ordered, seen = [], set()
@@ -160,6 +163,35 @@ def _command_blocks(text, used):
         if command := "\n".join(lines).strip():
             found.append((block.start(), command))
     return found
+
+
+def _program(text, used, names):
+    """The ```python blocks of a reply that are programs, as one command that runs them in order
+    as a single script (like a notebook's cells): [(position, command)] or []. A block is a
+    program when it is complete, parses, does something at the top level (not only def, class,
+    import and assignments), is no file's content (`used`), calls no tool as a function, and the
+    prose before it names no .py file (then it is that file's code, or a snippet of it)."""
+    cells, start, prose_start = [], None, 0
+    for block in _FENCE.finditer(text):
+        language, body = block.group(1).lower(), block.group(2)
+        prose, prose_start = text[prose_start:block.start()], block.end()
+        if (language not in _LANGUAGES["py"] or block.start() in used or not block.group(0).endswith("```")
+                or any(path.endswith(".py") for path in _FILE_NAME.findall(prose))
+                or any(re.search(rf"\b{name}\s*\(", body) for name in names)):
+            continue
+        try:
+            statements = ast.parse(body).body
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if any(not isinstance(node, _QUIET) and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+               for node in statements):
+            cells.append(body.strip())
+            start = block.start() if start is None else start
+    if not cells:
+        return []
+    script = "\n\n".join(cells)
+    end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
+    return [(start, f"python3 - <<'{end}'\n{script}\n{end}")]
 
 
 def _keeps_definitions(old: str | None, new: str) -> bool:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from recover import failed_attempt, file_blocks, recover_calls
+from recover import failed_attempt, file_blocks, recover_all, recover_calls
 
 NAMES = {"read_file", "write_file", "run_shell"}
 F = "```"  # a code fence, kept out of the strings below so they stay readable
@@ -207,6 +207,9 @@ BLOCKS = [
      {"backup.sh": "cp data/*.text backup/\n"}, written("backup.sh", SCRIPT)),
     ("keeps-every-definition", f"The fixed `stats.py`:\n{F}python\n{STATS.replace('// 2]', '// 2] * 1')}{F}",
      {"stats.py": STATS}, written("stats.py", STATS.replace("// 2]", "// 2] * 1"))),
+    # Seen here (write-unit-test): the prose names two files, the line before the block one.
+    ("named-in-the-line-before", f"To test `count_words` in `wordcount.py`:\n\nHere is the content of the "
+     f"`test_wordcount.py` file:\n\n{F}python\nprint('ok')\n{F}", {}, written("test_wordcount.py", "print('ok')\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
     # Not files: nothing is written.
@@ -229,3 +232,54 @@ BLOCKS = [
 def test_file_blocks(text, files, expected):
     assert recover_calls(text, NAMES) == []
     assert file_blocks(text, files.get) == expected
+
+
+# --- everything a reply holds, in order (recover_all) -----------------------------------------
+
+def ran(command):
+    return ("run_shell", json.dumps({"command": command}))
+
+
+# (id, model reply, commands that ran with no write since, expected calls)
+REPLIES = [
+    # Seen here (write-unit-test): the file, then "to run the tests, execute" and the command, twice.
+    ("file-then-command", f"`t.py`:\n{F}python\nprint(1)\n{F}\nTo run it:\n{F}sh\npython t.py\n{F}\n"
+     f"Or:\n{F}bash\npython t.py\n{F}", set(), written("t.py", "print(1)\n") + [ran("python t.py")]),
+    ("prompt-lines-only", f"{F}console\n$ grep -c ERROR app.log\n1\n{F}", set(), [ran("grep -c ERROR app.log")]),
+    ("prompted-sh", f"{F}sh\n$ ls data\n{F}", set(), [ran("ls data")]),
+    ("json-call-then-block", f'{F}json\n{{"name": "run_shell", "arguments": {{"command": "ls"}}}}\n{F}\n'
+     f"{F}sh\nls\n{F}", set(), [ran("ls")]),
+    ("script-then-its-command", f"The fixed `backup.sh`:\n{F}sh\ncp data/*.txt backup/\n{F}\nRun:\n{F}sh\n"
+     f"sh backup.sh\n{F}", set(), written("backup.sh", "cp data/*.txt backup/\n") + [ran("sh backup.sh")]),
+    # Seen here (find-fact): the final answer quotes the command that found the line.
+    ("quote-of-what-ran", f"I ran:\n{F}sh\ngrep ERROR server.log\n{F}\nIt is req-7309.", {"grep ERROR server.log"}, []),
+    ("ran-but-a-file-changed-first", f"`t.py`:\n{F}python\nprint(2)\n{F}\n{F}sh\npython t.py\n{F}",
+     {"python t.py"}, written("t.py", "print(2)\n") + [ran("python t.py")]),
+    # Seen here (csv-total): no file named, a program that computes the answer: it runs.
+    ("program", f"Here is the code:\n{F}python\nwith open('s.csv') as f:\n    print(len(f.read()))\n{F}", set(),
+     [ran("python3 - <<'EOF'\nwith open('s.csv') as f:\n    print(len(f.read()))\nEOF")]),
+    # Step-by-step tutorials: the steps run as one script, in order, like a notebook's cells.
+    ("cells", f"Step 1:\n{F}python\nx = 2\nprint(x)\n{F}\nStep 2:\n{F}python\nprint(x * 2)\n{F}", set(),
+     [ran("python3 - <<'EOF'\nx = 2\nprint(x)\n\nprint(x * 2)\nEOF")]),
+    ("program-with-an-EOF-line", f'{F}python\nprint("""\nEOF\n""")\n{F}', set(),
+     [ran('python3 - <<\'END_OF_SCRIPT\'\nprint("""\nEOF\n""")\nEND_OF_SCRIPT')]),
+    # Not commands:
+    ("definitions-only", f"The function:\n{F}python\nimport os\nX = 1\ndef f():\n    return X\n{F}", set(), []),
+    ("tool-as-a-function", f"{F}python\nresult = read_file('s.csv')\nprint(result)\n{F}", set(), []),
+    ("code-for-a-named-file", f"In `stats.py`, use:\n{F}python\nprint(median([1, 2]))\n{F}", set(), []),
+    ("output-block", f"It prints:\n{F}\nFizz\n{F}\n{F}text\nBuzz\n{F}", set(), []),
+    ("cut-off-block", f"{F}sh\nrm -rf bui", set(), []),
+    ("console-output-only", f"{F}console\nall tests passed\n{F}", set(), []),
+]
+
+
+@pytest.mark.parametrize("text, quoted, expected", [case[1:] for case in REPLIES], ids=[case[0] for case in REPLIES])
+def test_recover_all(text, quoted, expected):
+    files = {"stats.py": STATS}
+    assert recover_all(text, NAMES, files.get, quoted)[0] == expected
+
+
+def test_recover_all_says_what_came_from_blocks():
+    text = f"`t.py`:\n{F}python\nprint(1)\n{F}\n{F}sh\npython t.py\n{F}"
+    assert recover_all(text, NAMES, lambda path: None)[1] == ["write_file of t.py", "run_shell of 'python t.py'"]
+    assert recover_all(text, {"read_file", "write_file"}, lambda path: None)[0] == written("t.py", "print(1)\n")

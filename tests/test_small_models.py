@@ -74,6 +74,28 @@ def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake,
     assert first["content"].startswith("exit code: 1") and second["content"] == prompts.SKIPPED
 
 
+def test_a_write_planned_before_a_read_or_run_result_was_seen_is_not_run(run_agent, fake, workspace):
+    # seen here: read stats.py, then (same reply) write a made-up "fix" of the file it had not seen
+    (workspace / "a.py").write_text("x = 1\n")
+    plans = [[call("read_file", path="a.py"), call("write_file", path="a.py", content="guess")],
+             [call("run_shell", command="true"), call("write_file", path="a.py", content="guess")]]
+    for plan in plans:
+        fake.requests.clear()
+        code, _, _ = run_agent(reply(*plan), answer("ok"), answer("ok"), answer("ok"))
+        assert (workspace / "a.py").read_text() == "x = 1\n"
+        assert [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"][-1] == prompts.SKIPPED
+
+
+def test_a_command_after_a_read_or_a_good_write_runs(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("print(1)\n")
+    code, _, _ = run_agent(reply(call("read_file", path="a.py"), call("run_shell", command="python3 a.py")),
+                           reply(call("write_file", path="b.py", content="print(2)\n"),
+                                 call("run_shell", command="python3 b.py")), answer("ok"))
+    results = [m["content"] for m in fake.requests[2]["messages"] if m["role"] == "tool"]
+    assert results == ["print(1)\n", "exit code: 0\n--- stdout ---\n1\n", "wrote 9 bytes (1 lines) to b.py",
+                       "exit code: 0\n--- stdout ---\n2\n"]
+
+
 def test_a_failed_read_does_not_stop_the_calls_after_it(run_agent, fake, workspace):
     # seen here: read fizzbuzz.py (to see whether it exists), then write it, in one reply
     code, _, _ = run_agent(reply(call("read_file", path="new.py"), call("write_file", path="new.py", content="x")),
@@ -125,7 +147,7 @@ def test_text_that_only_mentions_json_is_an_answer(run_agent, fake):
 
 
 def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
-    echo = '<tools>{"name": "run_shell", "parameters": {"properties": {"command": {}}}}</tools>\n```python\nprint(1)\n```'
+    echo = '<tools>{"name": "run_shell", "parameters": {"properties": {"command": {}}}}</tools>\n```python\ndef f():\n    pass\n```'
     code, out, err = run_agent(*[answer(echo)] * (agent.MAX_NUDGES + 1))
     assert code == 0 and out == echo + "\n"  # after MAX_NUDGES nudges the reply is taken as it is
     assert len(fake.requests) == agent.MAX_NUDGES + 1
@@ -135,9 +157,21 @@ def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
 
 
 def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
-    code, _, _ = run_agent(answer("Here it is:\n```python\nprint('fizz')\n```"), answer("ok"))
+    code, _, _ = run_agent(answer("Here it is:\n```python\ndef fizz():\n    return 'fizz'\n```"), answer("ok"))
     assert code == 0
     assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+
+
+def test_a_program_in_a_python_block_is_run(run_agent, fake, workspace):
+    # seen here (csv-total): the right program in the reply, then a made-up total written by hand
+    (workspace / "s.csv").write_text("region,amount\nNorth,1.5\nSouth,2\nNorth,2.25\n")
+    program = ("import csv\nrows = csv.DictReader(open('s.csv'))\n"
+               "total = sum(float(r['amount']) for r in rows if r['region'] == 'North')\n"
+               "open('total.txt', 'w').write(f'{total:.2f}')\nprint(total)")
+    code, out, err = run_agent(answer(f"Here is the code:\n```python\n{program}\n```"), answer("3.75"))
+    assert code == 0 and out == "3.75\n" and (workspace / "total.txt").read_text() == "3.75"
+    assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\n3.75\n"
+    assert "run_shell of \"python3 - <<'EOF'" in " ".join(err.split())
 
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake):
@@ -179,7 +213,7 @@ def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
 
 def test_code_shown_after_reading_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake, workspace):
     (workspace / "a.py").write_text("print(0)\n")
-    shown = "Here is the code:\n```python\nprint(1)\n```"
+    shown = "Here is the code:\n```python\ndef one():\n    return 1\n```"
     code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
                              reply(call("run_shell", command="true")), answer(shown))
     assert code == 0 and out == shown + "\n"
@@ -312,3 +346,11 @@ def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_a
     fake.gets.clear()
     code, _, _ = run_agent(answer("ok"), flags=["--no-check"])
     assert code == 0 and fake.gets == []
+
+
+def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
+    # seen here (find-fact): "the first 6000 bytes are:" and an empty block, then the answer
+    (workspace / "server.log").write_text("INFO req-5969\n")
+    text = "The first bytes are:\n```\n```\nThe request is req-5969."
+    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text))
+    assert code == 0 and out == text + "\n" and len(fake.requests) == 2
