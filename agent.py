@@ -103,7 +103,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             continue
         if not calls:
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, names_a_file(task, settings))
+                message.content or "", results, nudged, named_file(task, settings))
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
@@ -177,10 +177,10 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], about_files: bool) -> str | None:
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], named: str | None) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
-    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `about_files`
-    whether the task names a file in the workspace."""
+    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
+    first workspace file the task names, if any."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     name, result = results[-1] if results else ("", "")
@@ -193,8 +193,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
     code = any(body.strip() for body in FENCED.findall(text))
     if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
-    if not results and about_files and prompts.NO_TOOL not in nudged:
-        return prompts.NO_TOOL  # the task names files, and the model answered without a look (once)
+    if not results and named:
+        return prompts.NO_TOOL.format(path=json.dumps(named))  # the task names a file: look first
     if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
         return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
     if failed(name, result):
@@ -210,14 +210,14 @@ def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
     return any(line.strip() in seen for line in text.splitlines())
 
 
-def names_a_file(task: str, settings: Settings) -> bool:
-    """Does the task name a file that is in the workspace?"""
+def named_file(task: str, settings: Settings) -> str | None:
+    """The first file in the workspace that the task names, if any."""
     def exists(name):
         try:
             return inside(name, settings).is_file()
         except (OSError, ValueError, Refused):
             return False
-    return any(exists(name) for name in re.findall(r"\b\w[\w./-]*\.\w+", task))
+    return next((name for name in re.findall(r"\b\w[\w./-]*\.\w+", task) if exists(name)), None)
 
 
 def failed(name: str, result: str) -> bool:

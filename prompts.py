@@ -32,9 +32,9 @@ CODE_NOT_RUN = ("The code in your reply only exists in your reply: nothing was s
 UNVERIFIED = ("You changed files and have not run anything since, so the change is untested. Run the "
               "code or the tests with run_shell now. If the task needs no run, give your final answer again.")
 
-NO_TOOL = ("You answered without calling any tool, so nothing in your answer was checked against the "
-           "workspace. If the task needs files or commands, make those calls now; if not, give your "
-           "final answer again.")
+NO_TOOL = ("You answered without calling any tool, so nothing was done or checked. The task is about "
+           "files in the workspace: start by reading one. To read {path}, reply with only this line:\n"
+           '<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
 
 UNDONE = ("Your answer says files were changed, but no write_file call has succeeded in this run. If "
           "you changed them with a command, give your final answer again; if not, make the change now.")

@@ -3,9 +3,10 @@
 Small local models often "call" a tool by writing the call into their reply: Qwen2.5-Coder puts
 it in a ```json block, Hermes-style templates ask for <tool_call> tags, and Kimi K2's markup
 leaks through when the server does not parse it. When a reply has no `tool_calls`, the loop asks
-`recover_all` for calls written as text and whole files shown as code blocks (`file_blocks`), in
-the order written, and, if there are none, `failed_attempt` whether the reply is a botched call
-rather than a final answer.
+`recover_all` for calls written as text, whole files shown as code blocks (`file_blocks`),
+commands shown as ```sh blocks and programs shown as ```python blocks, in the order written,
+and, if there are none, `failed_attempt` whether the reply is a botched call rather than a
+final answer.
 
 Recovered, for the tool names the caller passes in only:
 
@@ -80,8 +81,8 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
 
 def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tuple[list[tuple[str, str]], list[str]]:
     """Calls written as text, whole files shown as code blocks (for files no written call
-    covers) and commands shown as ```sh blocks, in the order they appear in the reply, each
-    call once: (calls, what came from code blocks, said in words). A model that shows the file,
+    covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
+    they appear in the reply, each call once: (calls, what came from code blocks, in words). A model that shows the file,
     then the command that runs it, means both, in that order. A ```sh block holding a command
     in `quoted` (one that ran with no file changed since) quotes it, unless the reply writes first."""
     calls = [(start, name, args) for start, name, args in _find_calls(text) if name in names]
@@ -100,8 +101,12 @@ def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tupl
         if (name, encoded) not in seen:  # a tutorial shows the same command twice: run it once
             seen.add((name, encoded))
             ordered.append((name, encoded))
+    def said(command):
+        short = "\n" not in command and len(command) <= 60
+        return (repr(command) if short else "a ```python program" if command.startswith("python3 - <<")
+                else "a ```sh block")
     return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
-        f"run_shell of {args['command']!r}" for _, _, args in commands]
+        f"run_shell of {said(args['command'])}" for _, _, args in commands]
 
 
 def file_blocks(text: str, current) -> list[tuple[str, str]]:

@@ -283,3 +283,6 @@ def test_recover_all_says_what_came_from_blocks():
     text = f"`t.py`:\n{F}python\nprint(1)\n{F}\n{F}sh\npython t.py\n{F}"
     assert recover_all(text, NAMES, lambda path: None)[1] == ["write_file of t.py", "run_shell of 'python t.py'"]
     assert recover_all(text, {"read_file", "write_file"}, lambda path: None)[0] == written("t.py", "print(1)\n")
+    text = f"{F}sh\nmkdir out\ncp *.txt out/\n{F}\n{F}python\nprint(2)\n{F}"
+    assert recover_all(text, NAMES, lambda path: None)[1] == ["run_shell of a ```sh block",
+                                                             "run_shell of a ```python program"]

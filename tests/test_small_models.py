@@ -120,13 +120,21 @@ def test_a_sh_block_runs_a_command_again_after_a_write(run_agent, fake, workspac
     assert fake.requests[3]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nok\n"
 
 
-def test_an_answer_without_a_look_at_the_files_the_task_names_gets_one_nudge(run_agent, fake, workspace):
-    # seen here: asked to read a.txt, b.txt and c.txt, the 1.5B model made up their contents
+def test_an_answer_without_a_look_at_the_files_the_task_names_is_not_taken(run_agent, fake, workspace):
+    # seen here: asked to read a.txt, b.txt and c.txt, the 1.5B model made up their contents;
+    # asked to change greet.py, it answered "I am ready to proceed."
     (workspace / "a.txt").write_text("apple\n")
     made_up = "a.txt holds Hello, World!"
-    code, out, _ = run_agent(answer(made_up), answer(made_up), task="Read a.txt and tell me what it holds.")
-    assert code == 0 and out == made_up + "\n" and len(fake.requests) == 2
-    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.NO_TOOL}
+    code, out, _ = run_agent(*[answer(made_up)] * (agent.MAX_NUDGES + 1), task="Read zz.txt and a.txt.")
+    assert code == 0 and out == made_up + "\n" and len(fake.requests) == agent.MAX_NUDGES + 1
+    note = fake.requests[1]["messages"][-1]["content"]
+    assert note == prompts.NO_TOOL.format(path='"a.txt"')
+    assert note.endswith('\n<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call>')
+
+
+def test_a_task_that_names_no_workspace_file_may_be_answered_at_once(run_agent, fake, workspace):
+    code, out, _ = run_agent(answer("4"), task="What is 2 + 2? Do not use zz.txt.")
+    assert code == 0 and out == "4\n" and len(fake.requests) == 1
 
 
 def test_kimi_markup_is_recovered(run_agent, fake, workspace):
@@ -171,7 +179,7 @@ def test_a_program_in_a_python_block_is_run(run_agent, fake, workspace):
     code, out, err = run_agent(answer(f"Here is the code:\n```python\n{program}\n```"), answer("3.75"))
     assert code == 0 and out == "3.75\n" and (workspace / "total.txt").read_text() == "3.75"
     assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\n3.75\n"
-    assert "run_shell of \"python3 - <<'EOF'" in " ".join(err.split())
+    assert "(run_shell of a ```python program, from code blocks)" in " ".join(err.split())
 
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake):
