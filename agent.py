@@ -183,7 +183,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
     first workspace file the task names, if any."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
-    name, result = results[-1] if results else ("", "")
+    tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
+    name, result = tried[-1] if tried else ("", "")
     writes = [i for i, (tool, out) in enumerate(results) if tool == "write_file" and not failed(tool, out)]
     untested = writes and not any(ran_ok(*pair) for pair in results[writes[-1]:])
     if (problem := failed_attempt(text, NAMES)) and not quotes_a_result(text, results):

@@ -362,3 +362,12 @@ def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
     text = "The first bytes are:\n```\n```\nThe request is req-5969."
     code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text))
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
+
+
+def test_a_skipped_call_is_not_a_failure_to_give_up_on(run_agent, fake, workspace):
+    # seen here (find-fact): grep found the line, a write planned with it was skipped, and the
+    # right answer was then refused as "giving up right after a failure"
+    (workspace / "log.txt").write_text("ERROR req-7309\n")
+    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR log.txt"),
+                                   call("write_file", path="x.txt", content="x")), answer("It is req-7309."))
+    assert code == 0 and out == "It is req-7309.\n" and len(fake.requests) == 2
