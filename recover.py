@@ -18,6 +18,8 @@ Recovered, for the tool names the caller passes in only:
         OpenAI wrapper {"type": "function", "function": {...}}
     <|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>{"command": "ls"}
         Kimi K2; end markers, "functions." and ":0" optional. Also <function=run_shell>{...}
+    <function name="run_shell" arguments='{"command": "ls"}'/>
+        XML attributes, seen from Qwen2.5-Coder-1.5B inside <tools> tags
 
 JSON is read leniently where the intent is plain: raw newlines in strings, trailing commas, `\\'`
 (a quote, as Python reads it), Python literals ('single quotes', True, None).
@@ -45,6 +47,7 @@ _JSON_FENCES = {"", "json", "jsonc", "json5", "tool_call", "tool_calls"}
 _NAME_THEN_ARGS = [
     re.compile(r"(?:functions\.)?([\w-]+)(?::\d+)?\s*<\|tool_call_argument_begin\|>\s*"),
     re.compile(r"<function=([\w-]+)>\s*"),
+    re.compile(r"""<function\s+name=["']([\w-]+)["']\s+(?:arguments|parameters)=["']\s*"""),
 ]
 # A call's first key is one of the few keys a call may have. Checking that first keeps the
 # lenient reader, which walks to the end of the text when a bracket never closes, off other text.
@@ -62,7 +65,7 @@ _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
 
 # For failed_attempt: tool-call markup of the formats above and Mistral's,
-_MARKUP = re.compile(r"<\|?/?tool_call|tool_calls_section|<function[\w=-]*>|\[TOOL_CALLS\]")
+_MARKUP = re.compile(r"<\|?/?tool_call|tool_calls_section|<function\b|\[TOOL_CALLS\]")
 # and code "run" in the model's head: after a code block, a line such as "Output:" or "This
 # prints:" introducing its output, or a transcript of a prompt ($ or >>>) followed by output.
 _OUTPUT_LINE = re.compile(r"^[^\n]{0,60}\b(?:output|result|prints?)\b[^\n]{0,40}:\W*$", re.M | re.I)
@@ -219,7 +222,7 @@ def failed_attempt(text: str, names: set[str]) -> str | None:
         rf"""\bname["']?\s*[:=]\s*["']{re.escape(name)}["']|\b{re.escape(name)}\s*\(""", text)]
     unknown = [name for _, name, _ in _find_calls(text) if name not in names]
     fence = _FENCE.search(text)
-    if "<tools>" in text or (named and re.search(r"""["']properties["']\s*:""", text)):
+    if re.search(r"""["'](?:properties|description)["']\s*:""", text) and ("<tools>" in text or named):
         why = "You wrote out the tool definitions instead of calling a tool."
     elif unknown:
         why = f"There is no tool named {unknown[0]!r}."

@@ -90,6 +90,11 @@ RECOVERED = [
      '<|tool_call_argument_begin|>{"command": "ls"}<|tool_call_end|><|tool_calls_section_end|>',
      [("read_file", '{"path": "a.py"}'), shell("ls")]),
     ("llama-function-tag", '<function=run_shell>{"command": "ls"}</function>', [shell("ls")]),
+    # Seen here (fix-shell-script, add-cli-flag): Qwen2.5-Coder-1.5B put calls in XML attributes.
+    ("xml-attributes", "<tools>\n  <function name=\"run_shell\" arguments='{\"command\": \"sh backup.sh\"}'/>\n</tools>",
+     [shell("sh backup.sh")]),
+    ("xml-attributes-two", "<function name=\"read_file\" arguments='{\"path\": \"a.py\"}'/>\n"
+     "<function name='run_shell' parameters=\"{'command': 'ls'}\" />", [("read_file", '{"path": "a.py"}'), shell("ls")]),
 ]
 
 # (id, model reply): no call in there; running anything would run a command nobody asked for.
@@ -153,6 +158,9 @@ FAILED = [
     ("call-in-python-block", f"{F}python\n{LS}\n{F}", "run_shell"),
     ("call-mid-sentence", f"I will now send {LS} to list them.", "run_shell"),
     ("python-style-call", 'run_shell(command="python fizzbuzz.py")', "run_shell"),
+    # Seen here (add-cli-flag): XML attributes around JSON that does not parse (raw quotes).
+    ("xml-attributes-broken", "<tools>\n<function name=\"write_file\" arguments='{\"path\": \"g.py\", \"content\": "
+     "\"p = A(description=\"Greet\")\"}' />\n</tools>", "markup"),
     ("made-up-output", f"{F}python\nfor i in range(1, 4):\n    print(i)\n{F}\n\n**Output:**\n{F}\n1\n2\n3\n{F}",
      "imagined"),
     ("made-up-output-prose", f"{F}python\nprint(2 + 2)\n{F}\nWhen you run this code, it will output:\n4", "imagined"),
