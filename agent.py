@@ -70,6 +70,9 @@ SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always ge
 CLAIMS = re.compile(r"\b(?:renam|updat|chang|modif|fix|creat|replac|implement)(?:e|es|ed|ied|ing|ying)?\b|\badded\b",
                     re.I)  # "I renamed it", "after renaming": the answer says files were changed
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
+INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b[^.\n]{0,12}"
+                       r"\b(?:instructions|prompts?|rules|task)\b|\b(?:note|message|instructions?)\s+(?:for|to)\s+"
+                       r"(?:the\s+|any\s+)?(?:ai|assistant|llm|model|agent)\b", re.I)  # orders in a file, to the model
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 console = Console(stderr=True, highlight=False)
@@ -121,7 +124,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             show_call(name, arguments)
             result = (prompts.SKIPPED if blind(name, results[seen:]) else
                       prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
-                      dispatch(name, arguments, settings))
+                      guarded(dispatch(name, arguments, settings), task, log))
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
@@ -129,6 +132,15 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
+
+
+def guarded(result: str, task: str, log) -> str:
+    """A tool result that holds orders addressed to an AI gets the user's task restated after
+    it: small models obey the last instruction they read, and the file's text is not the user."""
+    if not INJECTION.search(result):
+        return result
+    note("injection", "the result holds instructions addressed to the model; the task is restated after it", log)
+    return result + prompts.INJECTED.format(task=task)
 
 
 def recovered(text: str, settings: Settings, messages: list, log) -> list[tuple[str, str]]:
