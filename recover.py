@@ -61,6 +61,7 @@ _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANG
 _QUIET = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 _SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
 
@@ -149,10 +150,10 @@ def _file_blocks(text, current):
 
 def _named_alone(prose: str) -> list[str]:
     """The files the prose before a block names: all of them if it names one, else those that
-    the line right before the block names ("Here is the code for `test_x.py`:")."""
+    the sentence right before the block names ("Here is the code for `test_x.py`:")."""
     paths = list(dict.fromkeys(_FILE_NAME.findall(prose)))
     if len(paths) > 1:
-        paths = list(dict.fromkeys(_FILE_NAME.findall(prose.rstrip().rpartition("\n")[2])))
+        paths = list(dict.fromkeys(_FILE_NAME.findall(_SENTENCE_END.split(prose.rstrip())[-1])))
     return paths
 
 

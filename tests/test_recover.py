@@ -218,6 +218,11 @@ BLOCKS = [
     # Seen here (write-unit-test): the prose names two files, the line before the block one.
     ("named-in-the-line-before", f"To test `count_words` in `wordcount.py`:\n\nHere is the content of the "
      f"`test_wordcount.py` file:\n\n{F}python\nprint('ok')\n{F}", {}, written("test_wordcount.py", "print('ok')\n")),
+    # Seen here (implement-function): one paragraph, the last sentence names the file.
+    ("named-in-the-sentence-before", "We implement `to_roman` in `roman.py` and run `test_roman.py`. Here is "
+     f"`to_roman` in `roman.py`:\n\n{F}python\ndef to_roman(n):\n    return 'I' * n\n{F}",
+     {"roman.py": "def to_roman(n):\n    raise NotImplementedError\n"},
+     written("roman.py", "def to_roman(n):\n    return 'I' * n\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
     # Not files: nothing is written.
