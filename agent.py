@@ -90,7 +90,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    last_call, streak, nudged, results = None, 0, [], []
+    last_call, streak, nudged, results, files = None, 0, [], [], snapshot(settings)
     for turn in range(1, max_turns + 1):
         choice = ask(messages).choices[0]
         message = choice.message
@@ -106,7 +106,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             continue
         if not calls:
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, named_file(task, settings))
+                message.content or "", results, nudged, named_file(task, settings), snapshot(settings) != files)
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
@@ -189,10 +189,12 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], named: str | None) -> str | None:
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], named: str | None,
+                  changed: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
-    first workspace file the task names, if any."""
+    first workspace file the task names, if any, and `changed` whether any file in the
+    workspace has changed since the run began."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -208,8 +210,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
     if not results and named:
         return prompts.NO_TOOL.format(path=json.dumps(named))  # the task names a file: look first
-    if not writes and CLAIMS.search(text) and prompts.UNDONE not in nudged:
-        return prompts.UNDONE  # says it changed files, and never wrote one (asked once)
+    if not changed and CLAIMS.search(text):
+        return prompts.UNDONE  # says it changed files, and not one file has changed
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:
@@ -221,6 +223,19 @@ def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
     """Does the reply quote a line of real tool output? Then output it shows was not imagined."""
     seen = {line.strip() for _, result in results for line in result.splitlines() if len(line.strip()) >= 12}
     return any(line.strip() in seen for line in text.splitlines())
+
+
+def snapshot(settings: Settings, limit: int = 20_000) -> dict:
+    """Size and modification time of every file in the workspace (.git and .tooloop left out),
+    to tell whether a run changed anything, whichever tool did it."""
+    found = {}
+    for root, folders, names in os.walk(settings.workspace):
+        folders[:] = [folder for folder in folders if folder not in (".git", ".tooloop")]
+        for name in names[:limit - len(found)]:
+            with suppress(OSError):
+                info = os.lstat(os.path.join(root, name))
+                found[os.path.join(root, name)] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def named_file(task: str, settings: Settings) -> str | None:

@@ -36,8 +36,9 @@ NO_TOOL = ("You answered without calling any tool, so nothing was done or checke
            "files in the workspace: start by reading one. To read {path}, reply with only this line:\n"
            '<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
 
-UNDONE = ("Your answer says files were changed, but no write_file call has succeeded in this run. If "
-          "you changed them with a command, give your final answer again; if not, make the change now.")
+UNDONE = ("Your answer says files were changed, but no file in the workspace has changed since this "
+          "run began. Make the change now: write_file with the file's whole new content, then run the "
+          "check. If the task asks for no change, give your answer again without saying you changed files.")
 
 LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not give up or ask the "
                "user: find the cause, fix it and try again with a tool call. If it truly cannot be "

@@ -205,12 +205,20 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
     assert code == 0 and len(fake.requests) == 3
 
 
-def test_an_answer_claiming_changes_that_were_never_written_gets_one_nudge(run_agent, fake):
+def test_an_answer_claiming_changes_when_no_file_changed_is_not_taken(run_agent, fake):
     # seen here: asked to rename a function, the 1.5B model ran main.py and said it had renamed it
     claim = "The output is unchanged after renaming calc_area to rectangle_area in all three files."
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(claim), answer(claim))
-    assert code == 0 and out == claim + "\n" and len(fake.requests) == 3
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), *[answer(claim)] * (agent.MAX_NUDGES + 1))
+    assert code == 0 and out == claim + "\n" and len(fake.requests) == agent.MAX_NUDGES + 2
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.UNDONE}
+
+
+def test_a_change_made_by_a_command_counts(run_agent, fake, workspace):
+    (workspace / "geo.py").write_text("def calc_area(): pass\n")
+    claim = "I renamed calc_area to rectangle_area."
+    code, out, _ = run_agent(reply(call("run_shell", command="sed -i s/calc_area/rectangle_area/ geo.py")),
+                             answer(claim))
+    assert code == 0 and out == claim + "\n" and len(fake.requests) == 2
 
 
 def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
