@@ -114,7 +114,12 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             messages.append({"role": "user", "content": problem})
             continue
         seen = len(results)  # results from here on are this reply's
-        for call_id, name, arguments in calls:  # each call gets one answer, matched by id
+        for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
+            if not message.tool_calls and blind(name, results[seen:]):  # recovered: drop the rest
+                messages[-1 - i] = as_history(message, calls[:i])
+                note("dropped", f"not run: the reply's last {len(calls) - i} call(s), planned before the "
+                     "results above were seen", log)
+                break
             streak = streak + 1 if (name, canonical(arguments)) == last_call else 1
             last_call = (name, canonical(arguments))
             if streak > MAX_REPEATS:
@@ -262,7 +267,8 @@ def blind(name: str, earlier: list[tuple[str, str]]) -> bool:
         return tool == "run_shell" or (tool == "read_file") != failed(tool, result)
     if name == "write_file":
         return any(news(*pair) for pair in earlier)
-    return name == "run_shell" and any(tool != "read_file" and failed(tool, result) for tool, result in earlier)
+    return name == "run_shell" and any(tool != "read_file" and failed(tool, result) and result != prompts.SKIPPED
+                                       for tool, result in earlier)
 
 
 def canonical(arguments: str) -> str:

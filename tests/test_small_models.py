@@ -401,3 +401,26 @@ def test_ordinary_text_is_left_alone(run_agent, fake, workspace):
     (workspace / "r.txt").write_text("Ignore the noise. The previous model had rules.\nA note for the team.\n")
     code, _, _ = run_agent(reply(call("read_file", path="r.txt")), answer("ok"))
     assert fake.requests[1]["messages"][-1]["content"] == "Ignore the noise. The previous model had rules.\nA note for the team.\n"
+
+
+def test_recovered_calls_planned_before_a_result_are_dropped_from_the_history(run_agent, fake, workspace):
+    # seen here (csv-total): read sales.csv, write a made-up total and run awk, all in one reply
+    (workspace / "s.csv").write_text("region,amount\nNorth,2\n")
+    plan = ('```json\n{"name": "read_file", "arguments": {"path": "s.csv"}}\n```\n'
+            '```json\n{"name": "write_file", "arguments": {"path": "t.txt", "content": "1234.50"}}\n```\n'
+            '```json\n{"name": "run_shell", "arguments": {"command": "echo 2 > t.txt"}}\n```')
+    code, _, err = run_agent(answer(plan), answer("ok"), answer("ok"), answer("ok"))
+    assert not (workspace / "t.txt").exists()
+    assistant, result = fake.requests[1]["messages"][2:4]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["read_file"]
+    assert result == {"role": "tool", "tool_call_id": "recovered_1_0", "content": "region,amount\nNorth,2\n"}
+    assert len(fake.requests[1]["messages"]) == 4
+    assert "not run: the reply's last 2 call(s), planned before the results above were seen" in " ".join(err.split())
+
+
+def test_a_command_after_a_skipped_write_runs(run_agent, fake, workspace):
+    (workspace / "a.txt").write_text("x\n")
+    code, _, _ = run_agent(reply(call("read_file", path="a.txt"), call("write_file", path="b.txt", content="y"),
+                                 call("run_shell", command="cat a.txt")), answer("ok"))
+    results = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == ["x\n", prompts.SKIPPED, "exit code: 0\n--- stdout ---\nx\n"]
