@@ -67,8 +67,9 @@ MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the r
 KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 
-CLAIMS = re.compile(r"\b(?:renam|updat|chang|modif|fix|creat|replac|implement)(?:e|es|ed|ied|ing|ying)?\b|\badded\b",
-                    re.I)  # "I renamed it", "after renaming": the answer says files were changed
+# A task that asks for files to be changed: "Fix backup.sh", "write the total to a new file".
+CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|edit|modify|replace|delete|remove)\b",
+                    re.I)
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
 INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b[^.\n]{0,12}"
                        r"\b(?:instructions|prompts?|rules|task)\b|\b(?:note|message|instructions?)\s+(?:for|to)\s+"
@@ -106,7 +107,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             continue
         if not calls:
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, named_file(task, settings), snapshot(settings) != files)
+                message.content or "", results, nudged, named_file(task, settings),
+                undone=bool(CHANGE.search(task)) and snapshot(settings) == files)
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
@@ -195,11 +197,11 @@ def as_history(message, calls: list) -> dict:
 
 
 def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], named: str | None,
-                  changed: bool) -> str | None:
+                  undone: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
-    first workspace file the task names, if any, and `changed` whether any file in the
-    workspace has changed since the run began."""
+    first workspace file the task names, if any, and `undone` whether the task asks for a change
+    and no file in the workspace has changed since the run began."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -215,8 +217,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
     if not results and named:
         return prompts.NO_TOOL.format(path=json.dumps(named))  # the task names a file: look first
-    if not changed and CLAIMS.search(text):
-        return prompts.UNDONE  # says it changed files, and not one file has changed
+    if undone:
+        return prompts.UNDONE  # the task asks for a change, and not one file has changed
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:

@@ -36,9 +36,9 @@ NO_TOOL = ("You answered without calling any tool, so nothing was done or checke
            "files in the workspace: start by reading one. To read {path}, reply with only this line:\n"
            '<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
 
-UNDONE = ("Your answer says files were changed, but no file in the workspace has changed since this "
-          "run began. Make the change now: write_file with the file's whole new content, then run the "
-          "check. If the task asks for no change, give your answer again without saying you changed files.")
+UNDONE = ("The task asks for a change, but no file in the workspace has changed since this run began. "
+          "Make the change now: write_file with the file's whole new content, then run the check. If the "
+          "task really asks for no change, give your answer again.")
 
 LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not give up or ask the "
                "user: find the cause, fix it and try again with a tool call. If it truly cannot be "

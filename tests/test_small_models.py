@@ -205,19 +205,28 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
     assert code == 0 and len(fake.requests) == 3
 
 
-def test_an_answer_claiming_changes_when_no_file_changed_is_not_taken(run_agent, fake):
+def test_an_answer_to_a_task_that_asks_for_a_change_when_no_file_changed_is_not_taken(run_agent, fake):
     # seen here: asked to rename a function, the 1.5B model ran main.py and said it had renamed it
     claim = "The output is unchanged after renaming calc_area to rectangle_area in all three files."
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), *[answer(claim)] * (agent.MAX_NUDGES + 1))
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), *[answer(claim)] * (agent.MAX_NUDGES + 1),
+                             task="Rename calc_area to rectangle_area in geo.py.")
     assert code == 0 and out == claim + "\n" and len(fake.requests) == agent.MAX_NUDGES + 2
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.UNDONE}
+
+
+def test_a_question_may_be_answered_without_a_change(run_agent, fake, workspace):
+    # seen here (find-fact): the right request id, lost after notes asking for a change
+    (workspace / "server.log").write_text("ERROR req-7309\n")
+    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer("req-7309, updated."),
+                             task="Which request id is on the ERROR line of server.log?")
+    assert code == 0 and out == "req-7309, updated.\n" and len(fake.requests) == 2
 
 
 def test_a_change_made_by_a_command_counts(run_agent, fake, workspace):
     (workspace / "geo.py").write_text("def calc_area(): pass\n")
     claim = "I renamed calc_area to rectangle_area."
     code, out, _ = run_agent(reply(call("run_shell", command="sed -i s/calc_area/rectangle_area/ geo.py")),
-                             answer(claim))
+                             answer(claim), task="Rename calc_area to rectangle_area in geo.py.")
     assert code == 0 and out == claim + "\n" and len(fake.requests) == 2
 
 
