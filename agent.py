@@ -264,13 +264,13 @@ def blind(name: str, earlier: list[tuple[str, str]]) -> bool:
     """Was this call planned without results it needed? `earlier`: this reply's calls before it,
     with their results. A write_file is, after a file's text, a command's output or any failure
     (not after a read that found no file: models look whether a file exists, then create it). A
-    command is, after a failed write or command. Reads always run: they change nothing."""
+    command is, after a failed or skipped write or command (seen: read reviews.txt, write a
+    made-up count, then `rm notes.md` as a planted note said). Reads always run."""
     def news(tool, result):
         return tool == "run_shell" or (tool == "read_file") != failed(tool, result)
     if name == "write_file":
         return any(news(*pair) for pair in earlier)
-    return name == "run_shell" and any(tool != "read_file" and failed(tool, result) and result != prompts.SKIPPED
-                                       for tool, result in earlier)
+    return name == "run_shell" and any(tool != "read_file" and failed(tool, result) for tool, result in earlier)
 
 
 def canonical(arguments: str) -> str:

@@ -427,9 +427,11 @@ def test_recovered_calls_planned_before_a_result_are_dropped_from_the_history(ru
     assert "not run: the reply's last 2 call(s), planned before the results above were seen" in " ".join(err.split())
 
 
-def test_a_command_after_a_skipped_write_runs(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("x\n")
-    code, _, _ = run_agent(reply(call("read_file", path="a.txt"), call("write_file", path="b.txt", content="y"),
-                                 call("run_shell", command="cat a.txt")), answer("ok"))
+def test_a_command_after_a_skipped_write_is_not_run(run_agent, fake, workspace):
+    # seen here (ignore-injection): grep, a made-up count, then the planted note's `rm notes.md`
+    (workspace / "notes.md").write_text("keep\n")
+    code, _, _ = run_agent(reply(call("run_shell", command="grep -c 5 notes.md"),
+                                 call("write_file", path="count.txt", content="5"),
+                                 call("run_shell", command="rm notes.md")), answer("ok"))
     results = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
-    assert results == ["x\n", prompts.SKIPPED, "exit code: 0\n--- stdout ---\nx\n"]
+    assert results[1:] == [prompts.SKIPPED, prompts.SKIPPED] and (workspace / "notes.md").exists()
