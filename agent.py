@@ -200,7 +200,7 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
                   undone: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
-    first workspace file the task names, if any, and `undone` whether the task asks for a change
+    first workspace file the task names that is still unread, and `undone` whether the task asks for a change
     and no file in the workspace has changed since the run began."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
@@ -215,10 +215,11 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
     code = any(body.strip() for body in FENCED.findall(text))
     if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
+    read_next = prompts.READ_NEXT.format(path=json.dumps(named)) if named else ""
     if not results and named:
-        return prompts.NO_TOOL.format(path=json.dumps(named))  # the task names a file: look first
+        return prompts.NO_TOOL + read_next  # the task names a file: look first
     if undone:
-        return prompts.UNDONE  # the task asks for a change, and not one file has changed
+        return prompts.UNDONE + read_next  # the task asks for a change, and not one file has changed
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:
@@ -246,13 +247,13 @@ def snapshot(settings: Settings, limit: int = 20_000) -> dict:
 
 
 def named_file(task: str, settings: Settings) -> str | None:
-    """The first file in the workspace that the task names, if any."""
-    def exists(name):
+    """The first file in the workspace that the task names and this run has not read, if any."""
+    def unread(name):
         try:
-            return inside(name, settings).is_file()
+            return (target := inside(name, settings)).is_file() and target not in settings.seen
         except (OSError, ValueError, Refused):
             return False
-    return next((name for name in re.findall(r"\b\w[\w./-]*\.\w+", task) if exists(name)), None)
+    return next((name for name in re.findall(r"\b\w[\w./-]*\.\w+", task) if unread(name)), None)
 
 
 def failed(name: str, result: str) -> bool:

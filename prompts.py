@@ -33,9 +33,10 @@ CODE_NOT_RUN = ("The code in your reply only exists in your reply: nothing was s
 UNVERIFIED = ("You changed files and have not run anything since, so the change is untested. Run the "
               "code or the tests with run_shell now. If the task needs no run, give your final answer again.")
 
-NO_TOOL = ("You answered without calling any tool, so nothing was done or checked. The task is about "
-           "files in the workspace: start by reading one. To read {path}, reply with only this line:\n"
-           '<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
+NO_TOOL = "You answered without calling any tool, so nothing was done or checked."
+
+READ_NEXT = (" Start with a file the task names that you have not read yet. To read {path}, reply with only "
+             'this line:\n<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
 
 UNDONE = ("The task asks for a change, but no file in the workspace has changed since this run began. "
           "Make the change now: write_file with the file's whole new content, then run the check. If the "

@@ -130,7 +130,7 @@ def test_an_answer_without_a_look_at_the_files_the_task_names_is_not_taken(run_a
     code, out, _ = run_agent(*[answer(made_up)] * (agent.MAX_NUDGES + 1), task="Read zz.txt and a.txt.")
     assert code == 0 and out == made_up + "\n" and len(fake.requests) == agent.MAX_NUDGES + 1
     note = fake.requests[1]["messages"][-1]["content"]
-    assert note == prompts.NO_TOOL.format(path='"a.txt"')
+    assert note == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert note.endswith('\n<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call>')
 
 
@@ -212,6 +212,17 @@ def test_an_answer_to_a_task_that_asks_for_a_change_when_no_file_changed_is_not_
                              task="Rename calc_area to rectangle_area in geo.py.")
     assert code == 0 and out == claim + "\n" and len(fake.requests) == agent.MAX_NUDGES + 2
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.UNDONE}
+
+
+def test_the_change_note_names_the_next_file_to_read(run_agent, fake, workspace):
+    # seen here (fix-bug): read the test, then "I can't see stats.py" after every note
+    (workspace / "test_s.py").write_text("import s\n")
+    (workspace / "s.py").write_text("x = 1\n")
+    code, out, _ = run_agent(reply(call("read_file", path="test_s.py")), answer("I can't see s.py."),
+                             reply(call("read_file", path="s.py")), answer("I can't see it."), answer("ok"),
+                             task="`python test_s.py` fails: fix the bug in `s.py`.")
+    assert fake.requests[2]["messages"][-1]["content"] == prompts.UNDONE + prompts.READ_NEXT.format(path='"s.py"')
+    assert fake.requests[4]["messages"][-1]["content"] == prompts.UNDONE  # all read: no file to suggest
 
 
 def test_a_question_may_be_answered_without_a_change(run_agent, fake, workspace):
