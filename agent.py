@@ -67,6 +67,11 @@ MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the r
 KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 
+# An answer that is a plan: "we need to implement to_roman", "I will write the new content".
+PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to)\b|\blet's\b", re.I)
+# Folders whose changes are no change to the work: running the tests fills __pycache__ (seen:
+# the implement-function run "changed" the workspace by running the test, then answered with a plan).
+UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 # A task that asks for files to be changed: "Fix backup.sh", "write the total to a new file".
 CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|edit|modify|replace|delete|remove)\b",
                     re.I)
@@ -220,6 +225,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.NO_TOOL + read_next  # the task names a file: look first
     if undone:
         return prompts.UNDONE + read_next  # the task asks for a change, and not one file has changed
+    if PLANS.search(text):
+        return prompts.PLANNED + read_next  # "we need to implement it, then we will run the tests"
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if untested and prompts.UNVERIFIED not in nudged:
@@ -234,11 +241,11 @@ def quotes_a_result(text: str, results: list[tuple[str, str]]) -> bool:
 
 
 def snapshot(settings: Settings, limit: int = 20_000) -> dict:
-    """Size and modification time of every file in the workspace (.git and .tooloop left out),
-    to tell whether a run changed anything, whichever tool did it."""
+    """Size and modification time of every file in the workspace (not in UNWATCHED folders), to
+    tell whether a run changed anything, whichever tool did it."""
     found = {}
     for root, folders, names in os.walk(settings.workspace):
-        folders[:] = [folder for folder in folders if folder not in (".git", ".tooloop")]
+        folders[:] = [folder for folder in folders if folder not in UNWATCHED]
         for name in names[:limit - len(found)]:
             with suppress(OSError):
                 info = os.lstat(os.path.join(root, name))

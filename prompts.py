@@ -42,6 +42,9 @@ UNDONE = ("The task asks for a change, but no file in the workspace has changed 
           "Make the change now: write_file with the file's whole new content, then run the check. If the "
           "task really asks for no change, give your answer again.")
 
+PLANNED = ("Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
+           "step now, with one tool call.")
+
 LAST_FAILED = ("Your last tool call failed and nothing has worked since. Do not give up or ask the "
                "user: find the cause, fix it and try again with a tool call. If it truly cannot be "
                "done, answer with the reason.")

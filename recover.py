@@ -33,6 +33,7 @@ runs a command the model never meant, a wrong guess in `failed_attempt` costs on
 import ast
 import json
 import re
+import textwrap
 
 # A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
 _AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
@@ -346,11 +347,18 @@ _TRIPLE = re.compile(r'"""|\'\'\'')
 
 
 def _raw_triple_quotes(source: str) -> str:
-    """Python source with every triple-quoted string made raw. A model that wraps a file's
-    content in triple quotes means it verbatim: a backslash-n inside a string literal of that
-    code must stay two characters, not become a line break that breaks the file."""
+    """Python source with every triple-quoted string made raw and dedented. A model that wraps a
+    file's content in triple quotes means it verbatim: a backslash-n inside a string literal of
+    that code must stay two characters, not become a line break that breaks the file. And it
+    means it as code: the indentation it gave the whole block to line it up with the JSON around
+    it, and the line break right after the opening quotes, are not part of the file (seen:
+    fizzbuzz.py written with every line indented, an IndentationError)."""
     out, i = [], 0
     while (opening := _TRIPLE.search(source, i)) and (end := source.find(opening[0], opening.end())) >= 0:
-        out.append(source[i:opening.start()] + "r" + source[opening.start():end + 3])
+        body = textwrap.dedent(source[opening.end():end].removeprefix("\n"))
+        if opening[0] not in body and not body.endswith("\\"):  # (dedenting cannot add either)
+            out.append(source[i:opening.start()] + "r" + opening[0] + body + opening[0])
+        else:
+            out.append(source[i:opening.start()] + "r" + source[opening.start():end + 3])
         i = end + 3
     return "".join(out) + source[i:]

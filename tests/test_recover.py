@@ -75,7 +75,11 @@ RECOVERED = [
     # Seen here: Qwen2.5-Coder-1.5B wrapped a test file in triple quotes; the file's own "\\n"
     # must stay a backslash and an n (as a line break it ends the string literal mid-line).
     ("triple-quoted-content", '{"name": "write_file", "arguments": {"path": "t.py", "content": """\n'
-     'print("a\\nb")\n"""}}', [("write_file", json.dumps({"path": "t.py", "content": '\nprint("a\\nb")\n'}))]),
+     'print("a\\nb")\n"""}}', [("write_file", json.dumps({"path": "t.py", "content": 'print("a\\nb")\n'}))]),
+    # Seen here (fizzbuzz): the block indented to line up with the JSON, an IndentationError as is.
+    ("triple-quoted-indented", '{"name": "write_file", "arguments": {"path": "f.py", "content": """\n'
+     '    for i in range(3):\n        print(i)\n    """}}',
+     [("write_file", json.dumps({"path": "f.py", "content": "for i in range(3):\n    print(i)\n"}))]),
     ("python-literals", "{'name': 'write_file', 'arguments': {'path': 'x', 'content': 'it\\'s', 'force': True}}",
      [("write_file", '{"path": "x", "content": "it\'s", "force": true}')]),
     # Kimi K2 markup, as it stays in `content` when the server does not parse it (facts.md).

@@ -233,6 +233,16 @@ def test_a_question_may_be_answered_without_a_change(run_agent, fake, workspace)
     assert code == 0 and out == "req-7309, updated.\n" and len(fake.requests) == 2
 
 
+def test_bytecode_written_by_running_the_tests_is_no_change(run_agent, fake, workspace):
+    (workspace / "roman.py").write_text("def to_roman(n):\n    raise NotImplementedError\n")
+    (workspace / "test_roman.py").write_text("import roman\n")
+    plan = "We need to implement to_roman in roman.py, then run the tests."
+    code, out, _ = run_agent(reply(call("run_shell", command="python3 test_roman.py")), answer(plan), answer(plan),
+                             task="Implement `to_roman` in `roman.py`.")
+    assert (workspace / "__pycache__").is_dir()
+    assert fake.requests[2]["messages"][-1]["content"].startswith(prompts.UNDONE)
+
+
 def test_a_change_made_by_a_command_counts(run_agent, fake, workspace):
     (workspace / "geo.py").write_text("def calc_area(): pass\n")
     claim = "I renamed calc_area to rectangle_area."
@@ -446,3 +456,13 @@ def test_a_command_after_a_skipped_write_is_not_run(run_agent, fake, workspace):
                                  call("run_shell", command="rm notes.md")), answer("ok"))
     results = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
     assert results[1:] == [prompts.SKIPPED, prompts.SKIPPED] and (workspace / "notes.md").exists()
+
+
+@pytest.mark.parametrize("plan", ["To solve this, we need to implement to_roman and run the tests.",
+                                  "I will write the new content for backup.sh and then run it.",
+                                  "Let's add the flag."])
+def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
+    # seen here (implement-function, fix-shell-script): the plan came back as the final answer
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
+    assert code == 0 and out == "Done: it works.\n"
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.PLANNED}
