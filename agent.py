@@ -76,9 +76,11 @@ UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache", ".mypy_cache", 
 CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|edit|modify|replace|delete|remove)\b",
                     re.I)
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
-INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b[^.\n]{0,12}"
-                       r"\b(?:instructions|prompts?|rules|task)\b|\b(?:note|message|instructions?)\s+(?:for|to)\s+"
-                       r"(?:the\s+|any\s+)?(?:ai|assistant|llm|model|agent)\b", re.I)  # orders in a file, to the model
+# Orders to the model inside a tool result: "ignore all previous instructions", "note for the AI".
+INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b"
+                       r"[^.\n]{0,12}\b(?:instructions|prompts?|rules|task)\b"
+                       r"|\b(?:note|message|instructions?)\s+(?:for|to)\s+(?:the\s+|any\s+)?"
+                       r"(?:ai|assistant|llm|model|agent)\b", re.I)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 console = Console(stderr=True, highlight=False)

@@ -87,9 +87,10 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
 def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tuple[list[tuple[str, str]], list[str]]:
     """Calls written as text, whole files shown as code blocks (for files no written call
     covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
-    they appear in the reply, each call once: (calls, what came from code blocks, in words). A model that shows the file,
-    then the command that runs it, means both, in that order. A ```sh block holding a command
-    in `quoted` (one that ran with no file changed since) quotes it, unless the reply writes first."""
+    they appear in the reply, each call once: (calls, what came from code blocks, in words). A
+    model that shows the file, then the command that runs it, means both, in that order. A
+    ```sh block holding a command in `quoted` (one that ran with no file changed since) quotes
+    it, unless the reply writes first."""
     calls = [(start, name, args) for start, name, args in _find_calls(text) if name in names]
     written = {args.get("path") for _, name, args in calls if name == "write_file"}
     files = _file_blocks(text, current)
@@ -193,8 +194,7 @@ def _program(text, used, names):
             statements = ast.parse(body).body
         except (SyntaxError, ValueError, RecursionError):
             continue
-        if any(not isinstance(node, _QUIET) and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
-               for node in statements):
+        if any(not isinstance(node, _QUIET) and not _is_docstring(node) for node in statements):
             cells.append(body.strip())
             start = block.start() if start is None else start
     if not cells:
@@ -202,6 +202,10 @@ def _program(text, used, names):
     script = "\n\n".join(cells)
     end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
     return [(start, f"python3 - <<'{end}'\n{script}\n{end}")]
+
+
+def _is_docstring(node) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
 
 def _keeps_definitions(old: str | None, new: str) -> bool:
