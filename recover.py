@@ -22,12 +22,14 @@ Recovered, for the tool names the caller passes in only:
         XML attributes, seen from Qwen2.5-Coder-1.5B inside <tools> tags
 
 JSON is read leniently where the intent is plain: raw newlines in strings, trailing commas, `\\'`
-(a quote, as Python reads it), Python literals ('single quotes', True, None).
+(a quote, as Python reads it), Python literals ('single quotes', True, None), triple-quoted
+strings (verbatim, dedented).
 
 Left out on purpose: a call-shaped object in the middle of a line or inside a ```python (or any
 non-JSON) code block, Python-style calls like `run_shell(command="ls")`, XML parameters
 (`<parameter name=...>`). `failed_attempt` reports those instead: a wrong guess in `recover_calls`
 runs a command the model never meant, a wrong guess in `failed_attempt` costs one extra turn.
+(A ```python block that calls a tool as a function is no program either, for the same reason.)
 """
 
 import ast
