@@ -6,9 +6,10 @@
 endpoint, append the reply as it came back, run the tool it asks for through `tools.dispatch`,
 append the result, and repeat until the model answers in plain text or the turn cap is hit.
 Small local models need a little more, and each piece is visible on screen when it acts: tool
-calls written as text, and whole files shown as code blocks, are recovered (recover.py); a call
-cut off at the token limit is never run; a reply that only looks like an answer gets a note
-(`not_an_answer`); calls planned after a failed one in the same reply are not run; a call
+calls written as text, and the files, commands and programs a reply shows as code blocks, are
+recovered (recover.py); a call cut off at the token limit is never run; a reply that is not yet
+an answer gets a note (`not_an_answer`); calls planned before a result they needed are not run
+(`blind`); orders to the model found in a tool result get the task restated (`guarded`); a call
 repeated in a row is stopped; and a context that overflows is compacted (`compact`, the one
 place history is rewritten).
 
