@@ -125,7 +125,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             continue
         seen = len(results)  # results from here on are this reply's
         for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
-            if not message.tool_calls and blind(name, results[seen:]):  # recovered: drop the rest
+            skip = blind(name, results[seen:])
+            if skip and not message.tool_calls:  # recovered calls: drop the rest from the history
                 messages[-1 - i] = as_history(message, calls[:i])
                 note("dropped", f"not run: the reply's last {len(calls) - i} call(s), planned before the "
                      "results above were seen", log)
@@ -137,7 +138,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                               style="bold yellow")
                 return 5, ""
             show_call(name, arguments)
-            result = (prompts.SKIPPED if blind(name, results[seen:]) else
+            result = (prompts.SKIPPED if skip else
                       prompts.REPEATED.format(count=streak) if streak == MAX_REPEATS else
                       guarded(dispatch(name, arguments, settings), task, log))
             show_result(result)
@@ -159,7 +160,7 @@ def guarded(result: str, task: str, log) -> str:
 
 
 def recovered(text: str, settings: Settings, messages: list, log) -> list[tuple[str, str]]:
-    """Tool calls written as text, whole files shown as code blocks and commands shown as ```sh
+    """Tool calls written as text, and the files, commands and programs a reply shows as code
     blocks, in reply order."""
     calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings), ran_unchanged(messages))
     if calls:
@@ -208,8 +209,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
                   undone: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
-    first workspace file the task names that is still unread, and `undone` whether the task asks for a change
-    and no file in the workspace has changed since the run began."""
+    first workspace file the task names that is still unread, and `undone` whether the task
+    asks for a change and no file in the workspace has changed since the run began."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try

@@ -99,22 +99,21 @@ def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tupl
     blocks = [(start, "write_file", {"path": path, "content": body})
               for start, path, body in files if path not in written and "write_file" in names]
     used = {start for start, _, _ in files}
-    commands = [(start, "run_shell", {"command": command})
-                for start, command in _command_blocks(text, used) + _program(text, used, names)
+    shown = ([(start, command, "a ```sh block") for start, command in _command_blocks(text, used)]
+             + [(start, command, "a ```python program") for start, command in _program(text, used, names)])
+    commands = [(start, "run_shell", {"command": command}, kind) for start, command, kind in shown
                 if "run_shell" in names and (command not in quoted or any(
                     name == "write_file" and at < start for at, name, _ in calls + blocks))]
     ordered, seen = [], set()
-    for _, name, args in sorted(calls + blocks + commands, key=lambda call: call[0]):
+    for _, name, args, *_ in sorted(calls + blocks + commands, key=lambda call: call[0]):
         encoded = json.dumps(args, ensure_ascii=False)
         if (name, encoded) not in seen:  # a tutorial shows the same command twice: run it once
             seen.add((name, encoded))
             ordered.append((name, encoded))
-    def said(command):
-        short = "\n" not in command and len(command) <= 60
-        return (repr(command) if short else "a ```python program" if command.startswith("python3 - <<")
-                else "a ```sh block")
+    def said(command, kind):
+        return repr(command) if "\n" not in command and len(command) <= 60 else kind
     return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
-        f"run_shell of {said(args['command'])}" for _, _, args in commands]
+        f"run_shell of {said(args['command'], kind)}" for _, _, args, kind in commands]
 
 
 def file_blocks(text: str, current) -> list[tuple[str, str]]:
