@@ -99,9 +99,10 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    last_call, streak, nudged, results, files = None, 0, [], [], snapshot(settings)
+    last_call, streak, nudged, results, files, force = None, 0, [], [], snapshot(settings), None
     for turn in range(1, max_turns + 1):
-        choice = ask(messages).choices[0]
+        choice = ask(messages, force).choices[0]
+        force = None
         message = choice.message
         calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         if not calls and recover and message.content:
@@ -114,14 +115,16 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
+            named = named_file(task, settings)
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, named_file(task, settings),
+                message.content or "", results, nudged, read_next(named),
                 undone=bool(CHANGE.search(task)) and snapshot(settings) == files)
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
             note("nudge", problem, log)
             messages.append({"role": "user", "content": problem})
+            force = one_call(named if named and problem.endswith(read_next(named)) else None)
             continue
         seen = len(results)  # results from here on are this reply's
         for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
@@ -148,6 +151,17 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
+
+
+def one_call(read: str | None = None) -> dict:
+    """The response_format for the reply to a note: a JSON schema the server turns into a grammar
+    (llama-server, OpenAI), so the reply can only be one tool call: the read of `read` when the
+    note asks for it (seen: a model answering "I read `stats.py`." to "read stats.py" three times)."""
+    shapes = [{"name": {"const": "read_file"}, "arguments": {
+        "type": "object", "properties": {"path": {"const": read}}, "required": ["path"]}}] if read else [
+        {"name": {"const": tool["function"]["name"]}, "arguments": tool["function"]["parameters"]} for tool in TOOLS]
+    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": [
+        {"type": "object", "properties": shape, "required": ["name", "arguments"]} for shape in shapes]}}}
 
 
 def guarded(result: str, task: str, log) -> str:
@@ -205,12 +219,13 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], named: str | None,
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], read_next: str,
                   undone: bool) -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
-    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `named` the
-    first workspace file the task names that is still unread, and `undone` whether the task
-    asks for a change and no file in the workspace has changed since the run began."""
+    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `read_next` how
+    to read the first workspace file the task names that is still unread ("" if none), and
+    `undone` whether the task asks for a change and no file in the workspace has changed since
+    the run began."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -224,8 +239,7 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
     code = any(body.strip() for body in FENCED.findall(text))
     if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
-    read_next = prompts.READ_NEXT.format(path=json.dumps(named)) if named else ""
-    if not results and named:
+    if not results and read_next:
         return prompts.NO_TOOL + read_next  # the task names a file: look first
     if undone:
         return prompts.UNDONE + read_next  # the task asks for a change, and not one file has changed
@@ -255,6 +269,10 @@ def snapshot(settings: Settings, limit: int = 20_000) -> dict:
                 info = os.lstat(os.path.join(root, name))
                 found[os.path.join(root, name)] = (info.st_size, info.st_mtime_ns)
     return found
+
+
+def read_next(named: str | None) -> str:
+    return prompts.READ_NEXT.format(path=json.dumps(named)) if named else ""
 
 
 def named_file(task: str, settings: Settings) -> str | None:
@@ -298,6 +316,10 @@ class ContextOverflow(Exception):
     """The request is larger than the server's context window."""
 
 
+class FormatRejected(Exception):
+    """The server refused the request's response_format (HTTP 400): not every server has them."""
+
+
 class ParserError(Exception):
     """The server could not parse the model's reply into a tool call (llama-server: HTTP 500)."""
 
@@ -309,12 +331,16 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
     A parser error gets one corrective note and one retry; an overflow compacts the history
     and retries. `send(request)` is the live endpoint, or a recorded transcript in --replay.
     """
-    def ask(messages: list):
+    forcing = [True]  # until the server rejects ONE_CALL
+
+    def ask(messages: list, force: dict | None = None):
         retried = False
         while True:
             request = dict(model=model, messages=messages, tools=TOOLS, tool_choice="auto",
                            parallel_tool_calls=False, max_completion_tokens=MAX_REPLY_TOKENS,
                            **SAMPLING, seed=totals["turns"] + 1)
+            if force and forcing[0]:
+                request["response_format"] = force
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)
@@ -328,6 +354,11 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 retried = True
                 note("parser_error", f"the server could not parse the reply ({error}); asking again", log)
                 messages.append({"role": "user", "content": prompts.SERVER_PARSE_ERROR.format(error=error)})
+                continue
+            except FormatRejected as error:
+                forcing[0] = False
+                note("format", f"the server rejected response_format ({error}); replies are not forced "
+                     "to be a tool call from here on", log)
                 continue
             except ContextOverflow as error:
                 if not compact(messages, *error.args, log=log):
@@ -402,6 +433,8 @@ def live(base_url: str, api_key: str, timeout: float = 600):
                 raise ContextOverflow(error.get("n_prompt_tokens"), error.get("n_ctx"))
             if response.status == 500:
                 raise ParserError(message)
+            if response.status == 400 and "response_format" in request:
+                raise FormatRejected(message)
             raise Stop(1, f"error: the model endpoint at {base_url} answered HTTP {response.status}: {message}")
         if not payload.get("choices"):
             raise Stop(1, f"error: the model endpoint at {base_url} sent a reply with no choices")

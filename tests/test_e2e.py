@@ -20,7 +20,10 @@ import urllib.request
 import openai
 import pytest
 
+import agent
 import llama
+import prompts
+import recover
 from llama import ROOT
 from prompts import SYSTEM_PROMPT
 from tools import TOOLS
@@ -104,6 +107,22 @@ def test_append_only_history_reuses_the_prompt_cache(client, llama_server):
     cached = second.usage.prompt_tokens_details.cached_tokens
     assert second.usage.prompt_tokens > first.usage.prompt_tokens
     assert cached >= 0.9 * first.usage.prompt_tokens, (cached, first.usage.prompt_tokens)
+
+
+def test_the_forced_reply_to_a_note_is_a_call_the_agent_recovers(client, llama_server):
+    """After a note the agent sends agent.one_call() as response_format: llama-server turns the
+    schema into a grammar, so even the 0.5B model can only write the call the note asks for."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": "What is in notes.txt?"},
+                {"role": "assistant", "content": "I read notes.txt. It says hello."},
+                {"role": "user", "content": prompts.NO_TOOL + agent.read_next("notes.txt")}]
+    for force, expected in ((agent.one_call("notes.txt"), "read_file"), (agent.one_call(), None)):
+        response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto",
+                       response_format=force, max_completion_tokens=200)
+        calls, _ = recover.recover_all(response.choices[0].message.content, TOOL_NAMES, lambda path: None, set())
+        assert len(calls) == 1 and calls[0][0] in TOOL_NAMES, response.choices[0].message.content
+        if expected:
+            assert calls[0][0] == "read_file" and json.loads(calls[0][1]) == {"path": "notes.txt"}, calls
 
 
 def test_agent_answers_through_a_real_server(llama_server, tmp_path):

@@ -466,3 +466,37 @@ def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
     assert code == 0 and out == "Done: it works.\n"
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.PLANNED}
+
+
+def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, workspace):
+    # seen here: told how to read test_stats.py, the 1.5B model answered "I read `test_stats.py`."
+    # three times; a JSON schema in response_format leaves the server one thing to generate
+    (workspace / "a.txt").write_text("apple\n")
+    read = answer('{"name": "read_file", "arguments": {"path": "a.txt"}}')  # a constrained reply is text
+    code, out, _ = run_agent(answer("I read a.txt."), read, answer(""), answer("apple"), task="What is in a.txt?")
+    assert code == 0 and out == "apple\n"
+    first, after_note, after_read, after_answer = fake.requests
+    assert "response_format" not in first and "response_format" not in after_read
+    assert after_note["response_format"] == agent.one_call("a.txt")
+    assert after_note["messages"][-1]["content"] == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
+    assert after_read["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0", "content": "apple\n"}
+    # a.txt has been read now: the note after the empty reply leaves the model any tool
+    assert after_answer["response_format"] == agent.one_call()
+    shapes = agent.one_call()["json_schema"]["schema"]["anyOf"]
+    assert [shape["properties"]["name"]["const"] for shape in shapes] == [t["function"]["name"] for t in agent.TOOLS]
+    only = agent.one_call("a.txt")["json_schema"]["schema"]["anyOf"]
+    assert [s["properties"]["arguments"]["properties"] for s in only] == [{"path": {"const": "a.txt"}}]
+
+
+def test_a_server_that_rejects_response_format_is_asked_again_without_it(run_agent, fake, workspace):
+    rejected = Status(400, {"error": {"message": "response_format is not supported", "type": "invalid_request_error"}})
+    code, out, err = run_agent(answer(""), rejected, answer(""), answer("done"), task="Say hi.")
+    assert code == 0 and out == "done\n"
+    assert "replies are not forced" in " ".join(err.split())
+    assert "response_format" in fake.requests[1]
+    assert all("response_format" not in request for request in fake.requests[2:])  # not sent again
+
+
+def test_without_recovery_no_reply_is_forced(run_agent, fake, workspace):
+    code, _, _ = run_agent(reply(content="x" * 10, finish_reason="length"), answer("done"), flags=["--no-recover"])
+    assert code == 0 and all("response_format" not in request for request in fake.requests)
