@@ -134,6 +134,8 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     if target.exists() and target not in settings.seen:  # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")
+    if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
+        return f"{path} already holds exactly this content: nothing changed"  # (seen: a file copied back as it was)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
