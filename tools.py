@@ -134,6 +134,11 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     if target.exists() and target not in settings.seen:  # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")
+    broken = path.endswith(".py") and syntax_error(content)
+    if broken and not (target.exists() and syntax_error(target.read_text(errors="replace"))):
+        # seen: a model pushed to act wrote "<tool_response>```json ..." over a working greet.py
+        raise Refused(f"the new content is not valid Python ({broken}), so {path} was left as it was; "
+                      "write the whole file again with the error fixed")
     if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
         return f"{path} already holds exactly this content: nothing changed"  # (seen: a file copied back as it was)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -153,6 +158,17 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     settings.seen.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
     return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
+
+
+def syntax_error(source: str) -> str | None:
+    """Why `source` is not valid Python, in a few words, or None if it is."""
+    try:
+        compile(source, "<content>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return f"{error.msg}, line {error.lineno}"
+    except ValueError as error:  # a NUL byte
+        return str(error)
+    return None
 
 
 def run_shell(command: str, *, settings: Settings) -> str:
