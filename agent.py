@@ -76,6 +76,8 @@ UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache", ".mypy_cache", 
 # A task that asks for files to be changed: "Fix backup.sh", "write the total to a new file".
 CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|edit|modify|replace|delete|remove)\b",
                     re.I)
+# A command a task quotes, as in "Run `python test_stats.py` again until it passes".
+COMMAND = re.compile(r"`((?:python3?|sh|bash|pytest|node|make|npm|cargo|go)(?: [^`\n]*)?|\./[^`\n]+)`")
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
 # Orders to the model inside a tool result: "ignore all previous instructions", "note for the AI".
 INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b"
@@ -118,13 +120,13 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             named = named_file(task, settings)
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
                 message.content or "", results, nudged, read_next(named),
-                undone=bool(CHANGE.search(task)) and snapshot(settings) == files)
+                undone=bool(CHANGE.search(task)) and snapshot(settings) == files, check=unchecked(task, messages))
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
             note("nudge", problem, log)
             messages.append({"role": "user", "content": problem})
-            force = one_call(named if named and problem.endswith(read_next(named)) else None)
+            force = one_call(problem)
             continue
         seen = len(results)  # results from here on are this reply's
         for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
@@ -153,13 +155,18 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     return 3, ""
 
 
-def one_call(read: str | None = None) -> dict:
+def one_call(note: str) -> dict:
     """The response_format for the reply to a note: a JSON schema the server turns into a grammar
-    (llama-server, OpenAI), so the reply can only be one tool call: the read of `read` when the
-    note asks for it (seen: a model answering "I read `stats.py`." to "read stats.py" three times)."""
-    shapes = [{"name": {"const": "read_file"}, "arguments": {
-        "type": "object", "properties": {"path": {"const": read}}, "required": ["path"]}}] if read else [
-        {"name": {"const": tool["function"]["name"]}, "arguments": tool["function"]["parameters"]} for tool in TOOLS]
+    (llama-server, OpenAI), so the reply can only be one tool call: the very call the note ends
+    with, if it ends with one (seen: a model answering "I read `stats.py`." three times to a note
+    that gave it the call to read stats.py), else a call of any tool."""
+    if note.endswith("</tool_call>"):
+        call = json.loads(note[note.rfind("<tool_call>") + len("<tool_call>"):-len("</tool_call>")])
+        shapes = [{"name": {"const": call["name"]}, "arguments": {"type": "object", "required": list(
+            call["arguments"]), "properties": {key: {"const": value} for key, value in call["arguments"].items()}}}]
+    else:
+        shapes = [{"name": {"const": tool["function"]["name"]}, "arguments": tool["function"]["parameters"]}
+                  for tool in TOOLS]
     return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": [
         {"type": "object", "properties": shape, "required": ["name", "arguments"]} for shape in shapes]}}}
 
@@ -183,19 +190,34 @@ def recovered(text: str, settings: Settings, messages: list, log) -> list[tuple[
     return calls
 
 
-def ran_unchanged(messages: list) -> set[str]:
-    """The commands run since the last successful write_file: shown again in a ```sh block, one
-    of them is a quote of what ran (as in a final answer), not a new call."""
+def ran_unchanged(messages: list) -> dict[str, str]:
+    """The commands run since the last successful write_file, with their last results. Shown
+    again in a ```sh block, one of them is a quote of what ran (as in a final answer), not a new call."""
     results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
-    commands = set()
+    commands = {}
     for call in (c for m in messages for c in m.get("tool_calls") or []):
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         if name == "write_file" and not failed(name, results.get(call["id"], "Error")):
             commands.clear()
         elif name == "run_shell":
             with suppress(ValueError, KeyError, TypeError):
-                commands.add(json.loads(arguments)["command"])
+                commands[json.loads(arguments)["command"]] = results.get(call["id"], "Error")
     return commands
+
+
+def unchecked(task: str, messages: list) -> str:
+    """For a task that asks for a change, what to say of the first command it quotes (`python
+    test_x.py`) that has not run since the last write_file, or failed its last run since; "" if
+    there is none. A model that says "done" without running the task's own check is often wrong."""
+    if not CHANGE.search(task):
+        return ""
+    runs = ran_unchanged(messages)
+    for command in COMMAND.findall(task):
+        if command not in runs:
+            return prompts.UNCHECKED.format(command=command) + prompts.RUN_NEXT.format(command=json.dumps(command))
+        if failed("run_shell", runs[command]):
+            return prompts.CHECK_FAILED.format(command=command)
+    return ""
 
 
 def current_text(path: str, settings: Settings) -> str | None:
@@ -220,12 +242,12 @@ def as_history(message, calls: list) -> dict:
 
 
 def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], read_next: str,
-                  undone: bool) -> str | None:
+                  undone: bool, check: str = "") -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `read_next` how
     to read the first workspace file the task names that is still unread ("" if none), and
     `undone` whether the task asks for a change and no file in the workspace has changed since
-    the run began."""
+    the run began, `check` the note on a command the task quotes, if it has not run or failed."""
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -247,6 +269,8 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.PLANNED + read_next  # "we need to implement it, then we will run the tests"
     if failed(name, result):
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
+    if check:
+        return check  # the task says to run `python test_x.py`, and it has not run (or failed) since
     if untested and prompts.UNVERIFIED not in nudged:
         return prompts.UNVERIFIED  # files changed, and nothing run since to check them (asked once)
     return None

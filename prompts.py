@@ -38,6 +38,15 @@ NO_TOOL = "You answered without calling any tool, so nothing was done or checked
 READ_NEXT = (" Start with a file the task names that you have not read yet. To read {path}, reply with only "
              'this line:\n<tool_call>{{"name": "read_file", "arguments": {{"path": {path}}}}}</tool_call>')
 
+RUN_NEXT = (' To run it, reply with only this line:\n'
+            '<tool_call>{{"name": "run_shell", "arguments": {{"command": {command}}}}}</tool_call>')
+
+UNCHECKED = ("The task says to run `{command}`, and it has not run since the files last changed, so the "
+             "work is not checked yet.")
+
+CHECK_FAILED = ("The task says to run `{command}`, and its last run failed, so the task is not done. Find "
+                "the cause in its output, fix it with a tool call, then run it again.")
+
 UNDONE = ("The task asks for a change, but no file in the workspace has changed since this run began. "
           "Make the change now: write_file with the file's whole new content, then run the check. If the "
           "task really asks for no change, give your answer again.")

@@ -116,7 +116,8 @@ def test_the_forced_reply_to_a_note_is_a_call_the_agent_recovers(client, llama_s
                 {"role": "user", "content": "What is in notes.txt?"},
                 {"role": "assistant", "content": "I read notes.txt. It says hello."},
                 {"role": "user", "content": prompts.NO_TOOL + agent.read_next("notes.txt")}]
-    for force, expected in ((agent.one_call("notes.txt"), "read_file"), (agent.one_call(), None)):
+    note = prompts.NO_TOOL + agent.read_next("notes.txt")
+    for force, expected in ((agent.one_call(note), "read_file"), (agent.one_call(prompts.EMPTY), None)):
         response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto",
                        response_format=force, max_completion_tokens=200)
         calls, _ = recover.recover_all(response.choices[0].message.content, TOOL_NAMES, lambda path: None, set())

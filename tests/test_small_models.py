@@ -477,15 +477,16 @@ def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, worksp
     assert code == 0 and out == "apple\n"
     first, after_note, after_read, after_answer = fake.requests
     assert "response_format" not in first and "response_format" not in after_read
-    assert after_note["response_format"] == agent.one_call("a.txt")
+    assert after_note["response_format"] == agent.one_call(after_note["messages"][-1]["content"])
     assert after_note["messages"][-1]["content"] == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert after_read["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0", "content": "apple\n"}
     # a.txt has been read now: the note after the empty reply leaves the model any tool
-    assert after_answer["response_format"] == agent.one_call()
-    shapes = agent.one_call()["json_schema"]["schema"]["anyOf"]
+    assert after_answer["response_format"] == agent.one_call(prompts.EMPTY)
+    shapes = agent.one_call(prompts.EMPTY)["json_schema"]["schema"]["anyOf"]
     assert [shape["properties"]["name"]["const"] for shape in shapes] == [t["function"]["name"] for t in agent.TOOLS]
-    only = agent.one_call("a.txt")["json_schema"]["schema"]["anyOf"]
-    assert [s["properties"]["arguments"]["properties"] for s in only] == [{"path": {"const": "a.txt"}}]
+    [only] = after_note["response_format"]["json_schema"]["schema"]["anyOf"]  # the call the note gives
+    assert only["properties"] == {"name": {"const": "read_file"}, "arguments": {
+        "type": "object", "required": ["path"], "properties": {"path": {"const": "a.txt"}}}}
 
 
 def test_a_server_that_rejects_response_format_is_asked_again_without_it(run_agent, fake, workspace):
@@ -500,3 +501,29 @@ def test_a_server_that_rejects_response_format_is_asked_again_without_it(run_age
 def test_without_recovery_no_reply_is_forced(run_agent, fake, workspace):
     code, _, _ = run_agent(reply(content="x" * 10, finish_reason="length"), answer("done"), flags=["--no-recover"])
     assert code == 0 and all("response_format" not in request for request in fake.requests)
+
+
+def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_passed(run_agent, fake, workspace):
+    # seen here: "I renamed calc_area ... the output is the same" with nothing run after the change
+    task = "Fix a.py so that `python a.py` prints ok. Do not edit `b.py`."
+    (workspace / "a.py").write_text("print('no')\n")
+    fixed = reply(call("write_file", path="a.py", content="print('ok')\n"))
+    code, out, _ = run_agent(
+        reply(call("read_file", path="a.py")), reply(call("write_file", path="a.py", content="raise SystemExit(1)\n")),
+        answer("Done."), reply(call("run_shell", command="python a.py")), reply(call("read_file", path="a.py")),
+        answer("Done now."), fixed, reply(call("run_shell", command="python a.py")), answer("It prints ok."),
+        task=task)
+    assert code == 0 and out == "It prints ok.\n" and (workspace / "a.py").read_text() == "print('ok')\n"
+    notes = [r["messages"][-1]["content"] for r in fake.requests if r["messages"][-1]["role"] == "user"][1:]
+    assert notes == [prompts.UNCHECKED.format(command="python a.py") + prompts.RUN_NEXT.format(command='"python a.py"'),
+                     prompts.CHECK_FAILED.format(command="python a.py")]  # not run yet; then run, and failed
+    forced = fake.requests[3]["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert forced == [{"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"const": "run_shell"},
+        "arguments": {"type": "object", "required": ["command"], "properties": {"command": {"const": "python a.py"}}}}}]
+    assert fake.requests[6]["response_format"] == agent.one_call("")  # a note with no call in it: any tool
+
+
+def test_a_question_that_quotes_a_command_is_not_held_to_running_it(run_agent, fake, workspace):
+    code, out, _ = run_agent(answer("It prints 1."), task="What would `python a.py` print if it printed 1?")
+    assert code == 0 and out == "It prints 1.\n" and len(fake.requests) == 1
