@@ -268,10 +268,12 @@ def _find_calls(text):
 
     read_up_to = 0
     for start in sorted(starts):
-        parsed = _lenient(text, start) if start >= read_up_to and _CALL_START.match(text, start) else None
+        at = start + text.startswith("{{", start)  # seen: {{"name": ...}}, braces doubled as in str.format
+        parsed = _lenient(text, at) if at >= read_up_to and _CALL_START.match(text, at) else None
         # subtle: a tag says "this is a call" by itself (so a stray "}" after it is forgiven), but
         # a value that merely starts a line must also end it: `{...},` is the head of a list in code.
-        if not parsed or (start not in tagged and not _LINE_END.match(text, parsed[1])):
+        end = parsed and parsed[1] + (at > start and text.startswith("}", parsed[1]))
+        if not parsed or (start not in tagged and not _LINE_END.match(text, end)):
             continue
         value, read_up_to = parsed
         items = value if isinstance(value, list) else [value]

@@ -46,6 +46,9 @@ RECOVERED = [
     ("fenced-indented", f"{F}json\n   {LS}\n{F}", [shell("ls")]),
     ("fenced-unclosed", f"{F}json\n{LS}\n\n\n\n", [shell("ls")]),
     ("fenced-prose-around", f"Let me run it.\n\n{F}json\n{LS}\n{F}\n\nThis will list the files.", [shell("ls")]),
+    # Seen here (add-cli-flag): braces doubled as in a str.format template, the last one missing.
+    ("fenced-doubled-braces", f'{F}json\n{{{LS}}}\n{F}', [shell("ls")]),
+    ("fenced-doubled-braces-unclosed", f'{F}json\n{{{LS}\n{F}', [shell("ls")]),
     ("fenced-list-of-two", f"{F}json\n[\n  {READ},\n  {LS}\n]\n{F}", [("read_file", '{"path": "a.py"}'), shell("ls")]),
     # Bare JSON, as Qwen2.5-Coder answers through Ollama.
     ("bare", LS, [shell("ls")]),
