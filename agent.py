@@ -117,10 +117,9 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                          for call_id, _, _ in calls] or [{"role": "user", "content": prompts.CUT_OFF}]
             continue
         if not calls:
-            named = named_file(task, settings)
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, read_next(named),
-                undone=bool(CHANGE.search(task)) and snapshot(settings) == files, check=unchecked(task, messages))
+                message.content or "", results, nudged, task, read_next(named_file(task, settings)),
+                unchanged=snapshot(settings) == files, check=unchecked(task, messages))
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
@@ -155,20 +154,21 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     return 3, ""
 
 
-def one_call(note: str) -> dict:
-    """The response_format for the reply to a note: a JSON schema the server turns into a grammar
-    (llama-server, OpenAI), so the reply can only be one tool call: the very call the note ends
-    with, if it ends with one (seen: a model answering "I read `stats.py`." three times to a note
-    that gave it the call to read stats.py), else a call of any tool."""
-    if note.endswith("</tool_call>"):
-        call = json.loads(note[note.rfind("<tool_call>") + len("<tool_call>"):-len("</tool_call>")])
-        shapes = [{"name": {"const": call["name"]}, "arguments": {"type": "object", "required": list(
-            call["arguments"]), "properties": {key: {"const": value} for key, value in call["arguments"].items()}}}]
-    else:
-        shapes = [{"name": {"const": tool["function"]["name"]}, "arguments": tool["function"]["parameters"]}
-                  for tool in TOOLS]
-    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": [
-        {"type": "object", "properties": shape, "required": ["name", "arguments"]} for shape in shapes]}}}
+def one_call(note: str) -> dict | None:
+    """The response_format for the reply to a note that ends with the call to make (read the
+    file the task names, run the command it quotes): a JSON schema the server turns into a
+    grammar (llama-server, OpenAI), so the reply can only be that call. Seen: a model answering
+    "I read `stats.py`." three times to a note that gave it the call. Left out: forcing a call of
+    any tool after other notes; pushed so, the 1.5B model wrote "<tool_response>```json" over
+    greet.py, and read a 300-line log again instead of answering."""
+    if not note.endswith("</tool_call>"):
+        return None
+    call = json.loads(note[note.rfind("<tool_call>") + len("<tool_call>"):-len("</tool_call>")])
+    arguments = {"type": "object", "required": list(call["arguments"]),
+                 "properties": {key: {"const": value} for key, value in call["arguments"].items()}}
+    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {
+        "type": "object", "required": ["name", "arguments"],
+        "properties": {"name": {"const": call["name"]}, "arguments": arguments}}}}
 
 
 def guarded(result: str, task: str, log) -> str:
@@ -241,13 +241,14 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], read_next: str,
-                  undone: bool, check: str = "") -> str | None:
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], task: str, read_next: str,
+                  unchanged: bool, check: str = "") -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `read_next` how
-    to read the first workspace file the task names that is still unread ("" if none), and
-    `undone` whether the task asks for a change and no file in the workspace has changed since
-    the run began, `check` the note on a command the task quotes, if it has not run or failed."""
+    to read the first workspace file the task names that is still unread ("" if none),
+    `unchanged` whether no file in the workspace has changed since the run began, and `check`
+    the note on a command the task quotes, if it has not run or failed."""
+    change = CHANGE.search(task)  # a task that asks for a change; a question is not held to the rules for one
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -263,11 +264,11 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
     if not results and read_next:
         return prompts.NO_TOOL + read_next  # the task names a file: look first
-    if undone:
+    if change and unchanged:
         return prompts.UNDONE + read_next  # the task asks for a change, and not one file has changed
     if PLANS.search(text):
         return prompts.PLANNED + read_next  # "we need to implement it, then we will run the tests"
-    if failed(name, result):
+    if failed(name, result) and change:  # (find-fact: grep found no "req-1234", and the answer was right)
         return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
     if check:
         return check  # the task says to run `python test_x.py`, and it has not run (or failed) since

@@ -110,20 +110,16 @@ def test_append_only_history_reuses_the_prompt_cache(client, llama_server):
 
 
 def test_the_forced_reply_to_a_note_is_a_call_the_agent_recovers(client, llama_server):
-    """After a note the agent sends agent.one_call() as response_format: llama-server turns the
-    schema into a grammar, so even the 0.5B model can only write the call the note asks for."""
+    """After a note that ends with a call, the agent sends agent.one_call(note) as response_format:
+    llama-server turns the schema into a grammar, so even the 0.5B model writes that call."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": "What is in notes.txt?"},
                 {"role": "assistant", "content": "I read notes.txt. It says hello."},
-                {"role": "user", "content": prompts.NO_TOOL + agent.read_next("notes.txt")}]
-    note = prompts.NO_TOOL + agent.read_next("notes.txt")
-    for force, expected in ((agent.one_call(note), "read_file"), (agent.one_call(prompts.EMPTY), None)):
-        response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto",
-                       response_format=force, max_completion_tokens=200)
-        calls, _ = recover.recover_all(response.choices[0].message.content, TOOL_NAMES, lambda path: None, set())
-        assert len(calls) == 1 and calls[0][0] in TOOL_NAMES, response.choices[0].message.content
-        if expected:
-            assert calls[0][0] == "read_file" and json.loads(calls[0][1]) == {"path": "notes.txt"}, calls
+                {"role": "user", "content": (note := prompts.NO_TOOL + agent.read_next("notes.txt"))}]
+    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto",
+                   response_format=agent.one_call(note), max_completion_tokens=200)
+    calls, _ = recover.recover_all(response.choices[0].message.content, TOOL_NAMES, lambda path: None, set())
+    assert [(name, json.loads(args)) for name, args in calls] == [("read_file", {"path": "notes.txt"})]
 
 
 def test_agent_answers_through_a_real_server(llama_server, tmp_path):

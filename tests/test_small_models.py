@@ -253,10 +253,18 @@ def test_a_change_made_by_a_command_counts(run_agent, fake, workspace):
 
 def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
     give_up = "The command failed. Please check the file and provide more details."
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up),
-                             reply(call("run_shell", command="true")), answer("It runs now."))
+    code, out, _ = run_agent(reply(call("run_shell", command="echo x > f.txt; exit 2")), answer(give_up),
+                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.")
     assert code == 0 and out == "It runs now.\n"
     assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.LAST_FAILED}
+
+
+def test_an_answer_to_a_question_after_a_failed_command_is_taken(run_agent, fake):
+    # seen here (find-fact): grep for a made-up "req-1234" found nothing (exit 1); the answer,
+    # req-7309, was right, and the note sent the model to read the whole log again
+    code, out, _ = run_agent(reply(call("run_shell", command="exit 1")), answer("req-7309"),
+                             task="Which request id does the ERROR line in server.log mention?")
+    assert code == 0 and out == "req-7309\n" and len(fake.requests) == 2
 
 
 def test_code_shown_after_reading_gets_a_nudge_and_after_a_good_run_is_an_answer(run_agent, fake, workspace):
@@ -480,19 +488,19 @@ def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, worksp
     assert after_note["response_format"] == agent.one_call(after_note["messages"][-1]["content"])
     assert after_note["messages"][-1]["content"] == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert after_read["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0", "content": "apple\n"}
-    # a.txt has been read now: the note after the empty reply leaves the model any tool
-    assert after_answer["response_format"] == agent.one_call(prompts.EMPTY)
-    shapes = agent.one_call(prompts.EMPTY)["json_schema"]["schema"]["anyOf"]
-    assert [shape["properties"]["name"]["const"] for shape in shapes] == [t["function"]["name"] for t in agent.TOOLS]
-    [only] = after_note["response_format"]["json_schema"]["schema"]["anyOf"]  # the call the note gives
-    assert only["properties"] == {"name": {"const": "read_file"}, "arguments": {
-        "type": "object", "required": ["path"], "properties": {"path": {"const": "a.txt"}}}}
+    assert after_note["response_format"]["json_schema"]["schema"]["properties"] == {  # the call the note gives
+        "name": {"const": "read_file"},
+        "arguments": {"type": "object", "required": ["path"], "properties": {"path": {"const": "a.txt"}}}}
+    # a.txt has been read now: the note after the empty reply gives no call, and none is forced
+    assert after_answer["messages"][-1]["content"] == prompts.EMPTY and "response_format" not in after_answer
 
 
 def test_a_server_that_rejects_response_format_is_asked_again_without_it(run_agent, fake, workspace):
     rejected = Status(400, {"error": {"message": "response_format is not supported", "type": "invalid_request_error"}})
-    code, out, err = run_agent(answer(""), rejected, answer(""), answer("done"), task="Say hi.")
-    assert code == 0 and out == "done\n"
+    (workspace / "a.txt").write_text("apple\n")
+    code, out, err = run_agent(answer("I know."), rejected, answer("I know."), reply(call("read_file", path="a.txt")),
+                               answer("apple"), task="What is in a.txt?")
+    assert code == 0 and out == "apple\n"
     assert "replies are not forced" in " ".join(err.split())
     assert "response_format" in fake.requests[1]
     assert all("response_format" not in request for request in fake.requests[2:])  # not sent again
@@ -517,11 +525,11 @@ def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_pass
     notes = [r["messages"][-1]["content"] for r in fake.requests if r["messages"][-1]["role"] == "user"][1:]
     assert notes == [prompts.UNCHECKED.format(command="python a.py") + prompts.RUN_NEXT.format(command='"python a.py"'),
                      prompts.CHECK_FAILED.format(command="python a.py")]  # not run yet; then run, and failed
-    forced = fake.requests[3]["response_format"]["json_schema"]["schema"]["anyOf"]
-    assert forced == [{"type": "object", "required": ["name", "arguments"], "properties": {
-        "name": {"const": "run_shell"},
-        "arguments": {"type": "object", "required": ["command"], "properties": {"command": {"const": "python a.py"}}}}}]
-    assert fake.requests[6]["response_format"] == agent.one_call("")  # a note with no call in it: any tool
+    assert fake.requests[3]["response_format"]["json_schema"]["schema"] == {
+        "type": "object", "required": ["name", "arguments"], "properties": {
+            "name": {"const": "run_shell"},
+            "arguments": {"type": "object", "required": ["command"], "properties": {"command": {"const": "python a.py"}}}}}
+    assert "response_format" not in fake.requests[6]  # the second note gives no call to make
 
 
 def test_a_question_that_quotes_a_command_is_not_held_to_running_it(run_agent, fake, workspace):
