@@ -63,7 +63,7 @@ MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a 
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
-MAX_NUDGES = 3  # replies that are not yet an answer, before one is taken as the answer anyway
+MAX_NUDGES = 4  # replies that are not yet an answer, before one is taken as the answer anyway
 MAX_REPEATS = 3  # the 3rd identical call in a row is not run; a 4th stops the run
 KEEP_RECENT = 4  # messages at the end that compaction never touches
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
@@ -124,7 +124,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
                 return 0, message.content or ""
             nudged.append(problem)
             note("nudge", problem, log)
-            messages.append({"role": "user", "content": problem})
+            messages.append({"role": "user", "content": prompts.AGAIN.format(task=task) + problem})
             force = one_call(problem)
             continue
         seen = len(results)  # results from here on are this reply's
@@ -183,7 +183,11 @@ def guarded(result: str, task: str, log) -> str:
 def recovered(text: str, settings: Settings, messages: list, log) -> list[tuple[str, str]]:
     """Tool calls written as text, and the files, commands and programs a reply shows as code
     blocks, in reply order."""
-    calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings), ran_unchanged(messages))
+    workspace = settings.workspace.resolve()
+    known = [str(path.relative_to(workspace)) for path in settings.seen
+             if path.suffix == ".py" and path.is_relative_to(workspace)]
+    calls, from_blocks = recover_all(text, NAMES, lambda path: current_text(path, settings),
+                                     ran_unchanged(messages), known)
     if calls:
         blocks = f" ({'; '.join(from_blocks)}, from code blocks)" if from_blocks else ""
         note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", log)

@@ -26,9 +26,9 @@ CUT_OFF_CALL = "Error: your reply was cut off at the token limit, so this call w
 
 EMPTY = "Your reply was empty. Continue the task with a tool call, or give your final answer."
 
-CODE_NOT_RUN = ("The code in your reply only exists in your reply: nothing was saved or run. Call "
-                "write_file with the file's path and its full new content to save it, then run_shell "
-                "to run it, and answer once a run succeeds.")
+CODE_NOT_RUN = ("The code in your reply only exists in your reply: nothing was saved or run. To save "
+                "a file, call write_file with its path and its full new content, or put the file's name "
+                "on the line right before its code block; then run it, and answer once a run succeeds.")
 
 UNVERIFIED = ("You changed files and have not run anything since, so the change is untested. Run the "
               "code or the tests with run_shell now. If the task needs no run, give your final answer again.")
@@ -48,8 +48,13 @@ CHECK_FAILED = ("The task says to run `{command}`, and its last run failed, so t
                 "the cause in its output, fix it with a tool call, then run it again.")
 
 UNDONE = ("The task asks for a change, but no file in the workspace has changed since this run began. "
-          "Make the change now: write_file with the file's whole new content, then run the check. If the "
-          "task really asks for no change, give your answer again.")
+          "Make the change now: reply with the file's name on one line and its whole new content in a "
+          "fenced code block (or call write_file), then run the check. If the task really asks for no "
+          "change, give your answer again.")
+
+# Every note starts with the task: a small model deep in a run loses it (seen: asked again for the
+# change, the 1.5B model copied greet.py back unchanged; with the task restated it added --shout).
+AGAIN = "Your task, again: {task}\n\n"
 
 PLANNED = ("Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
            "step now, with one tool call.")

@@ -86,16 +86,16 @@ def recover_calls(text: str, names: set[str]) -> list[tuple[str, str]]:
             for _, name, args in _find_calls(text) if name in names]
 
 
-def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tuple[list[tuple[str, str]], list[str]]:
+def recover_all(text: str, names: set[str], current, quoted=frozenset(), read=()) -> tuple[list[tuple[str, str]], list[str]]:
     """Calls written as text, whole files shown as code blocks (for files no written call
     covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
     they appear in the reply, each call once: (calls, what came from code blocks, in words). A
     model that shows the file, then the command that runs it, means both, in that order. A
     ```sh block holding a command in `quoted` (one that ran with no file changed since) quotes
-    it, unless the reply writes first."""
+    it, unless the reply writes first. `read`: the .py files the run has read or written (see file_blocks)."""
     calls = [(start, name, args) for start, name, args in _find_calls(text) if name in names]
     written = {args.get("path") for _, name, args in calls if name == "write_file"}
-    files = _file_blocks(text, current)
+    files = _file_blocks(text, current, read)
     blocks = [(start, "write_file", {"path": path, "content": body})
               for start, path, body in files if path not in written and "write_file" in names]
     used = {start for start, _, _ in files}
@@ -116,23 +116,26 @@ def recover_all(text: str, names: set[str], current, quoted=frozenset()) -> tupl
         f"run_shell of {said(args['command'], kind)}" for _, _, args, kind in commands]
 
 
-def file_blocks(text: str, current) -> list[tuple[str, str]]:
+def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     """write_file calls for whole files that a reply shows as fenced code blocks instead of
     calling write_file: [("write_file", arguments_as_json_object_string), ...] in order.
 
     Small models write code far better in a ```python block than inside a JSON string. A block
     counts as the whole new content of PATH when its language fits PATH's type and either its
     first line is a comment naming PATH (`# fizzbuzz.py`) or the prose since the previous block
-    names PATH and no other file. Only the first block per file counts (later ones are usually
+    names PATH and no other file, or nothing names a file and the block is a ```python block that
+    keeps every top-level def and class of exactly one file in `read` (the .py files the run has
+    read or written; seen: asked again for the change, the 1.5B model answered with the new greet.py alone,
+    unnamed). Only the first block per file counts (later ones are usually
     the command that runs it), a block that mentions its own file's name is a command, Python
     must parse, and a block that would drop a top-level def or class the file has now is a
     snippet, not a file. `current(path)` gives the file's text now, or None.
     """
     return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
-            for _, path, body in _file_blocks(text, current)]
+            for _, path, body in _file_blocks(text, current, read)]
 
 
-def _file_blocks(text, current):
+def _file_blocks(text, current, read=()):
     """file_blocks with where each block starts: [(position, path, content), ...]."""
     found, prose_start = {}, 0
     for block in _FENCE.finditer(text):
@@ -140,6 +143,8 @@ def _file_blocks(text, current):
         prose, prose_start = text[prose_start:block.start()], block.end()
         named = _NAME_COMMENT.match(body)
         paths = [named.group(1)] if named else _named_alone(prose)
+        if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
+            paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), body)]
         if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
             continue  # no single file named, already written, or cut off mid-block
         path = paths[0]
@@ -181,14 +186,16 @@ def _program(text, used, names):
     """The ```python blocks of a reply that are programs, as one command that runs them in order
     as a single script (like a notebook's cells): [(position, command)] or []. A block is a
     program when it is complete, parses, does something at the top level (not only def, class,
-    import and assignments), is no file's content (`used`), calls no tool as a function, and the
-    prose before it names no .py file (then it is that file's code, or a snippet of it)."""
+    import and assignments), is no file's content (`used`), calls no tool as a function, and
+    neither the prose before it nor a comment on its first line names a file (then it is that
+    file's code, or a snippet of it; seen: "# stats.py" over made-up code that printed "all
+    tests passed", run as a program, and the model took that as the check)."""
     cells, start, prose_start = [], None, 0
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
         if (language not in _LANGUAGES["py"] or block.start() in used or not block.group(0).endswith("```")
-                or any(path.endswith(".py") for path in _FILE_NAME.findall(prose))
+                or any(path.endswith(".py") for path in _FILE_NAME.findall(prose)) or _NAME_COMMENT.match(body)
                 or any(re.search(rf"\b{name}\s*\(", body) for name in names)):
             continue
         try:
@@ -211,13 +218,17 @@ def _is_docstring(node) -> bool:
 
 def _keeps_definitions(old: str | None, new: str) -> bool:
     """Does `new` parse as Python and define every top-level function and class that `old` does?"""
-    def names(source):
-        return {node.name for node in ast.parse(source).body
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    new_names = _definitions(new)
+    return new_names is not None and (_definitions(old or "") or set()) <= new_names
+
+
+def _definitions(source: str | None) -> set[str] | None:
+    """The top-level functions and classes `source` defines; None if it is no Python."""
     try:
-        return names(old or "") <= names(new)
+        return {node.name for node in ast.parse(source or "").body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     except (SyntaxError, ValueError, RecursionError):
-        return False
+        return None
 
 
 def failed_attempt(text: str, names: set[str]) -> str | None:

@@ -230,12 +230,20 @@ BLOCKS = [
      f"`to_roman` in `roman.py`:\n\n{F}python\ndef to_roman(n):\n    return 'I' * n\n{F}",
      {"roman.py": "def to_roman(n):\n    raise NotImplementedError\n"},
      written("roman.py", "def to_roman(n):\n    return 'I' * n\n")),
+    # Seen here (add-cli-flag): asked again for the change, the new greet.py alone, unnamed.
+    ("unnamed-new-version-of-the-one-file-it-keeps", f"{F}python\ndef main():\n    print('HI')\n\n\nmain()\n{F}",
+     {"greet.py": "def main():\n    print('hi')\n", "test_greet.py": "def test():\n    pass\n"},
+     written("greet.py", "def main():\n    print('HI')\n\n\nmain()\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
     # Not files: nothing is written.
     # Seen here (fix-bug): "the corrected `median` function" alone would delete mean().
     ("snippet-drops-a-definition", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
      f"def median(v):\n    return 0\n{F}", {"stats.py": STATS}, []),
+    ("unnamed-keeps-two-files", f"{F}python\ndef f():\n    pass\n{F}",
+     {"a.py": "def f():\n    pass\n", "b.py": "def f():\n    return 1\n"}, []),
+    ("unnamed-drops-a-definition", f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}, []),
+    ("unnamed-and-the-file-defines-nothing", f"{F}python\nprint(2)\n{F}", {"s.py": "print(1)\n"}, []),
     ("two-files-named", f"Change `a.py` and `b.py`:\n{F}python\nx = 1\n{F}", {}, []),
     ("no-file-named", f"Here is the function:\n{F}python\n{FIZZ}{F}", {}, []),
     ("language-does-not-fit", f"`notes.py` should hold:\n{F}sh\nls\n{F}", {}, []),
@@ -251,7 +259,7 @@ BLOCKS = [
 @pytest.mark.parametrize("text, files, expected", [case[1:] for case in BLOCKS], ids=[case[0] for case in BLOCKS])
 def test_file_blocks(text, files, expected):
     assert recover_calls(text, NAMES) == []
-    assert file_blocks(text, files.get) == expected
+    assert file_blocks(text, files.get, list(files)) == expected  # `files` are the ones the run has read
 
 
 # --- everything a reply holds, in order (recover_all) -----------------------------------------
@@ -286,6 +294,9 @@ REPLIES = [
     # Not commands:
     ("definitions-only", f"The function:\n{F}python\nimport os\nX = 1\ndef f():\n    return X\n{F}", set(), []),
     ("tool-as-a-function", f"{F}python\nresult = read_file('s.csv')\nprint(result)\n{F}", set(), []),
+    # Seen here (fix-bug): a comment names the file, the code would drop its functions (so it is
+    # not written), and it prints "all tests passed": not a program either.
+    ("code-named-in-its-comment", f"{F}python\n# stats.py\nprint('all tests passed')\n{F}", set(), []),
     ("code-for-a-named-file", f"In `stats.py`, use:\n{F}python\nprint(median([1, 2]))\n{F}", set(), []),
     ("output-block", f"It prints:\n{F}\nFizz\n{F}\n{F}text\nBuzz\n{F}", set(), []),
     ("cut-off-block", f"{F}sh\nrm -rf bui", set(), []),

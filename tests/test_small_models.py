@@ -12,6 +12,15 @@ import transcript
 from fake_server import Status, answer, call, reply
 
 FENCED = 'I will write it.\n```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": "print(1)\\n"}}\n```'
+
+
+def note_in(request: dict) -> str:
+    """The note that ends this request, after the task restated at its start (prompts.AGAIN)."""
+    message, task = request["messages"][-1], request["messages"][1]["content"]
+    assert message["role"] == "user" and message["content"].startswith(prompts.AGAIN.format(task=task))
+    return message["content"][len(prompts.AGAIN.format(task=task)):]
+
+
 KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>"
         '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
 
@@ -58,14 +67,14 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     reply = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
     code, _, _ = run_agent(answer(reply), answer("ok"))
     assert code == 0 and "def mean" in (workspace / "stats.py").read_text()
-    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    assert note_in(fake.requests[1]) == prompts.CODE_NOT_RUN
 
 
 def test_a_files_code_left_unsaved_is_not_an_answer_even_after_a_good_run(run_agent, fake, workspace):
     (workspace / "stats.py").write_text("def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n")
     snippet = "Fix `stats.py` like this:\n```python\ndef median(v):\n    return 3\n```"
     code, _, _ = run_agent(reply(call("run_shell", command="true")), answer(snippet), answer("ok"))
-    assert code == 0 and fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    assert code == 0 and note_in(fake.requests[2]) == prompts.CODE_NOT_RUN
 
 
 def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake, workspace):
@@ -129,7 +138,7 @@ def test_an_answer_without_a_look_at_the_files_the_task_names_is_not_taken(run_a
     made_up = "a.txt holds Hello, World!"
     code, out, _ = run_agent(*[answer(made_up)] * (agent.MAX_NUDGES + 1), task="Read zz.txt and a.txt.")
     assert code == 0 and out == made_up + "\n" and len(fake.requests) == agent.MAX_NUDGES + 1
-    note = fake.requests[1]["messages"][-1]["content"]
+    note = note_in(fake.requests[1])
     assert note == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert note.endswith('\n<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call>')
 
@@ -161,15 +170,14 @@ def test_an_echoed_schema_gets_a_nudge_and_nudges_are_bounded(run_agent, fake):
     code, out, err = run_agent(*[answer(echo)] * (agent.MAX_NUDGES + 1))
     assert code == 0 and out == echo + "\n"  # after MAX_NUDGES nudges the reply is taken as it is
     assert len(fake.requests) == agent.MAX_NUDGES + 1
-    nudge = fake.requests[1]["messages"][-1]
-    assert nudge["role"] == "user" and nudge["content"].startswith("You wrote out the tool definitions")
-    assert "<tool_call>" in nudge["content"]
+    nudge = note_in(fake.requests[1])
+    assert nudge.startswith("You wrote out the tool definitions") and "<tool_call>" in nudge
 
 
 def test_code_shown_before_any_tool_ran_is_not_an_answer(run_agent, fake):
     code, _, _ = run_agent(answer("Here it is:\n```python\ndef fizz():\n    return 'fizz'\n```"), answer("ok"))
     assert code == 0
-    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    assert note_in(fake.requests[1]) == prompts.CODE_NOT_RUN
 
 
 def test_a_program_in_a_python_block_is_run(run_agent, fake, workspace):
@@ -188,15 +196,15 @@ def test_an_empty_reply_is_not_an_answer(run_agent, fake):
     # seen here: Qwen2.5-Coder-1.5B replied with nothing at all after a successful run
     code, out, _ = run_agent(answer(""), answer("done"))
     assert code == 0 and out == "done\n"
-    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": prompts.EMPTY}
+    assert note_in(fake.requests[1]) == prompts.EMPTY
 
 
 def test_an_answer_after_an_untested_write_gets_one_nudge(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
                              answer("done"), answer("done"))
     assert code == 0 and out == "done\n" and len(fake.requests) == 3
-    assert fake.requests[2]["messages"][-2:] == [{"role": "assistant", "content": "done"},
-                                                 {"role": "user", "content": prompts.UNVERIFIED}]
+    assert fake.requests[2]["messages"][-2] == {"role": "assistant", "content": "done"}
+    assert note_in(fake.requests[2]) == prompts.UNVERIFIED
 
 
 def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, workspace):
@@ -211,7 +219,7 @@ def test_an_answer_to_a_task_that_asks_for_a_change_when_no_file_changed_is_not_
     code, out, _ = run_agent(reply(call("run_shell", command="true")), *[answer(claim)] * (agent.MAX_NUDGES + 1),
                              task="Rename calc_area to rectangle_area in geo.py.")
     assert code == 0 and out == claim + "\n" and len(fake.requests) == agent.MAX_NUDGES + 2
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.UNDONE}
+    assert note_in(fake.requests[2]) == prompts.UNDONE
 
 
 def test_the_change_note_names_the_next_file_to_read(run_agent, fake, workspace):
@@ -221,8 +229,8 @@ def test_the_change_note_names_the_next_file_to_read(run_agent, fake, workspace)
     code, out, _ = run_agent(reply(call("read_file", path="test_s.py")), answer("I can't see s.py."),
                              reply(call("read_file", path="s.py")), answer("I can't see it."), answer("ok"),
                              task="`python test_s.py` fails: fix the bug in `s.py`.")
-    assert fake.requests[2]["messages"][-1]["content"] == prompts.UNDONE + prompts.READ_NEXT.format(path='"s.py"')
-    assert fake.requests[4]["messages"][-1]["content"] == prompts.UNDONE  # all read: no file to suggest
+    assert note_in(fake.requests[2]) == prompts.UNDONE + prompts.READ_NEXT.format(path='"s.py"')
+    assert note_in(fake.requests[4]) == prompts.UNDONE  # all read: no file to suggest
 
 
 def test_a_question_may_be_answered_without_a_change(run_agent, fake, workspace):
@@ -240,7 +248,7 @@ def test_bytecode_written_by_running_the_tests_is_no_change(run_agent, fake, wor
     code, out, _ = run_agent(reply(call("run_shell", command="python3 test_roman.py")), answer(plan), answer(plan),
                              task="Implement `to_roman` in `roman.py`.")
     assert (workspace / "__pycache__").is_dir()
-    assert fake.requests[2]["messages"][-1]["content"].startswith(prompts.UNDONE)
+    assert note_in(fake.requests[2]).startswith(prompts.UNDONE)
 
 
 def test_a_change_made_by_a_command_counts(run_agent, fake, workspace):
@@ -256,7 +264,7 @@ def test_giving_up_right_after_a_failure_gets_a_nudge(run_agent, fake):
     code, out, _ = run_agent(reply(call("run_shell", command="echo x > f.txt; exit 2")), answer(give_up),
                              reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.")
     assert code == 0 and out == "It runs now.\n"
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.LAST_FAILED}
+    assert note_in(fake.requests[2]) == prompts.LAST_FAILED
 
 
 def test_an_answer_to_a_question_after_a_failed_command_is_taken(run_agent, fake):
@@ -273,7 +281,7 @@ def test_code_shown_after_reading_gets_a_nudge_and_after_a_good_run_is_an_answer
     code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
                              reply(call("run_shell", command="true")), answer(shown))
     assert code == 0 and out == shown + "\n"
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CODE_NOT_RUN}
+    assert note_in(fake.requests[2]) == prompts.CODE_NOT_RUN
     assert len(fake.requests) == 4
 
 
@@ -473,7 +481,7 @@ def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
     # seen here (implement-function, fix-shell-script): the plan came back as the final answer
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
     assert code == 0 and out == "Done: it works.\n"
-    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.PLANNED}
+    assert note_in(fake.requests[2]) == prompts.PLANNED
 
 
 def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, workspace):
@@ -486,13 +494,13 @@ def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, worksp
     first, after_note, after_read, after_answer = fake.requests
     assert "response_format" not in first and "response_format" not in after_read
     assert after_note["response_format"] == agent.one_call(after_note["messages"][-1]["content"])
-    assert after_note["messages"][-1]["content"] == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
+    assert note_in(after_note) == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert after_read["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0", "content": "apple\n"}
     assert after_note["response_format"]["json_schema"]["schema"]["properties"] == {  # the call the note gives
         "name": {"const": "read_file"},
         "arguments": {"type": "object", "required": ["path"], "properties": {"path": {"const": "a.txt"}}}}
     # a.txt has been read now: the note after the empty reply gives no call, and none is forced
-    assert after_answer["messages"][-1]["content"] == prompts.EMPTY and "response_format" not in after_answer
+    assert note_in(after_answer) == prompts.EMPTY and "response_format" not in after_answer
 
 
 def test_a_server_that_rejects_response_format_is_asked_again_without_it(run_agent, fake, workspace):
@@ -522,7 +530,7 @@ def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_pass
         answer("Done now."), fixed, reply(call("run_shell", command="python a.py")), answer("It prints ok."),
         task=task)
     assert code == 0 and out == "It prints ok.\n" and (workspace / "a.py").read_text() == "print('ok')\n"
-    notes = [r["messages"][-1]["content"] for r in fake.requests if r["messages"][-1]["role"] == "user"][1:]
+    notes = [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] == "user"]
     assert notes == [prompts.UNCHECKED.format(command="python a.py") + prompts.RUN_NEXT.format(command='"python a.py"'),
                      prompts.CHECK_FAILED.format(command="python a.py")]  # not run yet; then run, and failed
     assert fake.requests[3]["response_format"]["json_schema"]["schema"] == {
@@ -535,3 +543,12 @@ def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_pass
 def test_a_question_that_quotes_a_command_is_not_held_to_running_it(run_agent, fake, workspace):
     code, out, _ = run_agent(answer("It prints 1."), task="What would `python a.py` print if it printed 1?")
     assert code == 0 and out == "It prints 1.\n" and len(fake.requests) == 1
+
+
+def test_an_unnamed_new_version_of_a_file_the_run_read_is_written(run_agent, fake, workspace):
+    (workspace / "greet.py").write_text("def main():\n    print('hi')\n\n\nmain()\n")
+    new = "def main():\n    print('HI')\n\n\nmain()\n"
+    code, _, err = run_agent(reply(call("read_file", path="greet.py")), answer(f"```python\n{new}```"),
+                             reply(call("run_shell", command="python3 greet.py")), answer("done"))
+    assert code == 0 and (workspace / "greet.py").read_text() == new
+    assert "(write_file of greet.py, from code blocks)" in " ".join(err.split())
