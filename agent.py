@@ -8,10 +8,12 @@ append the result, and repeat until the model answers in plain text or the turn 
 Small local models need a little more, and each piece is visible on screen when it acts: tool
 calls written as text, and the files, commands and programs a reply shows as code blocks, are
 recovered (recover.py); a call cut off at the token limit is never run; a reply that is not yet
-an answer gets a note (`not_an_answer`); calls planned before a result they needed are not run
-(`blind`); orders to the model found in a tool result get the task restated (`guarded`); a call
-repeated in a row is stopped; and a context that overflows is compacted (`compact`, the one
-place history is rewritten).
+an answer gets a note with the task restated (`not_an_answer`), and when the note gives the call
+to make, the next reply is held to that call by a JSON schema (`one_call`); a change is not done
+until the command the task quotes has run and passed (`unchecked`); calls planned before a
+result they needed are not run (`blind`); orders to the model found in a tool result get the
+task restated (`guarded`); a call repeated in a row is stopped; and a context that overflows is
+compacted (`compact`, the one place history is rewritten).
 
 Everything else here is the model call (`caller`), printing, and the command line. Printing goes
 to stderr through rich with markup off for model and tool text (code is full of [brackets]);
@@ -676,7 +678,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run shell commands unconfined when bubblewrap is missing (dangerous)")
     parser.add_argument("--no-recover", action="store_true",
-                        help="take the reply's text as the final answer even when it holds a tool call")
+                        help="take the reply's text as the final answer even when it holds a tool call "
+                             "(no recovery from text, no notes, no forced replies: the article's loop)")
     parser.add_argument("--no-check", action="store_true", help="skip the start-up check of the endpoint")
     parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
                         help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
