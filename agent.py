@@ -60,7 +60,7 @@ EXIT_CODES = {
     5: "the model repeated the same tool call too often",
     130: "interrupted (Ctrl-C)",
 }
-NAMES = {tool["function"]["name"] for tool in TOOLS}
+NAMES = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.

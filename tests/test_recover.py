@@ -164,7 +164,7 @@ FAILED = [
     ("bare-json-broken", '{"name": "run_shell", "arguments": {"command": "ls"}', "run_shell"),
     ("call-in-python-block", f"{F}python\n{LS}\n{F}", "run_shell"),
     ("call-mid-sentence", f"I will now send {LS} to list them.", "run_shell"),
-    ("python-style-call", 'run_shell(command="python fizzbuzz.py")', "run_shell"),
+    ("python-call-in-code", 'out = run_shell(command="python fizzbuzz.py")\nprint(out)', "run_shell"),
     # Seen here (add-cli-flag): XML attributes around JSON that does not parse (raw quotes).
     ("xml-attributes-broken", "<tools>\n<function name=\"write_file\" arguments='{\"path\": \"g.py\", \"content\": "
      "\"p = A(description=\"Greet\")\"}' />\n</tools>", "markup"),
@@ -308,6 +308,30 @@ REPLIES = [
 def test_recover_all(text, quoted, expected):
     files = {"stats.py": STATS}
     assert recover_all(text, NAMES, files.get, quoted)[0] == expected
+
+
+PARAMETERS = {"read_file": ["path"], "write_file": ["path", "content"], "run_shell": ["command"]}
+PYTHON_CALLS = [
+    # Seen here (csv-total): four replies in a row, each this block alone.
+    ("dict-argument-in-a-block", f"{F}python\nread_file({{'path': 'sales.csv'}})\n{F}", [("read_file", {"path": "sales.csv"})]),
+    ("keywords-on-lines", "Let me look.\nread_file(path='a.py')\nrun_shell(command=\"ls -l\")\nThen I fix it.",
+     [("read_file", {"path": "a.py"}), ("run_shell", {"command": "ls -l"})]),
+    ("positional-in-an-indented-block", f"1. Read it:\n   {F}python\n   read_file('s.csv')\n   {F}\n",
+     [("read_file", {"path": "s.csv"})]),
+    ("positional-write", f"{F}python\nwrite_file('n.txt', '3596.41')\n{F}", [("write_file", {"path": "n.txt", "content": "3596.41"})]),
+    # Not calls: mixed with code, not literal, mid-sentence, too many arguments, other functions.
+    ("assigned", f"{F}python\ndata = read_file('a.csv')\n{F}", []),
+    ("with-other-code", f"{F}python\nread_file('a.csv')\nprint(1)\n{F}", []),
+    ("not-literal", f"{F}python\nwrite_file({{'path': 'n.txt', 'content': f'{{total:.2f}}'}})\n{F}", []),
+    ("mid-sentence", "I will call read_file('a.py') now.", []),
+    ("too-many-arguments", "run_shell('ls', 'now')", []),
+    ("other-function", "print('read_file')", []),
+]
+
+
+@pytest.mark.parametrize("text, expected", [case[1:] for case in PYTHON_CALLS], ids=[case[0] for case in PYTHON_CALLS])
+def test_python_calls(text, expected):
+    assert [(name, json.loads(args)) for name, args in recover_calls(text, PARAMETERS)] == expected
 
 
 def test_recover_all_says_what_came_from_blocks():

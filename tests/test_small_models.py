@@ -552,3 +552,12 @@ def test_an_unnamed_new_version_of_a_file_the_run_read_is_written(run_agent, fak
                              reply(call("run_shell", command="python3 greet.py")), answer("done"))
     assert code == 0 and (workspace / "greet.py").read_text() == new
     assert "(write_file of greet.py, from code blocks)" in " ".join(err.split())
+
+
+def test_a_tool_called_as_a_python_function_is_recovered(run_agent, fake, workspace):
+    # seen here (csv-total): the same block four times, each answered with a note, then taken as the answer
+    (workspace / "sales.csv").write_text("region,amount\nNorth,2.5\n")
+    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"))
+    assert code == 0 and out == "2.50\n"
+    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_1_0",
+                                                "content": "region,amount\nNorth,2.5\n"}
