@@ -17,6 +17,7 @@ import agent
 import tools
 from fake_server import answer, call, reply
 
+TASK = "Update the notes."  # a change (so the notes for one apply), naming no file
 # kind -> (tool name, arguments as sent, does it run?)
 PLANS = int(os.environ.get("TOOLOOP_PLANS", 3000))  # fewer for a quick local run
 
@@ -37,8 +38,9 @@ def brute_force(plan, cap):
     """What must happen, read off the plan alone: (model calls, exit code, [(step, tool) that
     ran], [did step i run, for each step that got a result]). The rules: at most `cap` model
     calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5); the
-    model's answer right after a call that failed is refused MAX_NUDGES times before it counts,
-    and one after a write with no shell command since is refused once."""
+    task asks for a change, so the model's answer is refused MAX_NUDGES times before it counts
+    when no file has changed or the last call failed, and once after a write with no shell
+    command since."""
     ran, results, last, streak = [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
         key = (name, json.dumps(args, sort_keys=True) if isinstance(args, dict) else args)
@@ -49,11 +51,13 @@ def brute_force(plan, cap):
         results.append(runs)
         if runs:
             ran.append((turn - 1, name))
-    # an answer right after a failed call is nudged MAX_NUDGES times before it is taken; else an answer with
-    # a file written and no shell command run since is nudged once
+    # an answer with no file changed, or right after a failed call, is nudged MAX_NUDGES times
+    # before it is taken; else an answer with a file written and no shell command run since, once
     writes = [step for step, name in ran if name == "write_file"]
     untested = writes and not any(name == "run_shell" and step > writes[-1] for step, name in ran)
-    calls = len(plan) + 1 + (agent.MAX_NUDGES if results and not results[-1] else 1 if untested else 0)
+    unchanged = not any(name in ("write_file", "run_shell") for _, name in ran)
+    nudges = agent.MAX_NUDGES if unchanged or (results and not results[-1]) else 1 if untested else 0
+    calls = len(plan) + 1 + nudges
     return min(calls, cap), (0 if calls <= cap else 3), ran, results
 
 
@@ -91,7 +95,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
         ask = agent.caller(agent.live(shared_fake.url, "local"), "fake", totals, cap)
-        code, answer_text = agent.run("go", ask, settings, cap)
+        code, answer_text = agent.run(TASK, ask, settings, cap)
 
         # brute force: read the plan directly
         steps, code_expected, ran, results = brute_force(plan, cap)
