@@ -267,7 +267,7 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.EMPTY
     code = any(body.strip() for body in FENCED.findall(text))
     if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
-        return prompts.CODE_NOT_RUN  # code and no successful run since, or a file's code not saved
+        return prompts.CODE_NOT_RUN + read_next  # code and no good run since, or a file's code not saved
     if not results and read_next:
         return prompts.NO_TOOL + read_next  # the task names a file: look first
     if change and unchanged:

@@ -150,13 +150,16 @@ def _file_blocks(text, current, read=()):
         paths = [named.group(1)] if named else _named_alone(prose)
         if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
             paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), body)]
+            paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
         if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
             continue  # no single file named, already written, or cut off mid-block
         path = paths[0]
         if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body[len(named[0]) if named else 0:]:
             continue
         if path.endswith(".py") and not _keeps_definitions(current(path), body):
-            continue
+            body = path in read and _splice(current(path), body)
+            if not body:
+                continue
         found[path] = (block.start(), path, body)
     return list(found.values())
 
@@ -215,6 +218,31 @@ def _program(text, used, names):
     script = "\n\n".join(cells)
     end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
     return [(start, f"python3 - <<'{end}'\n{script}\n{end}")]
+
+
+def _splice(old: str | None, snippet: str) -> str | None:
+    """`old` with the top-level functions and classes that `snippet` redefines replaced by the
+    snippet's versions, when the snippet holds nothing else (imports `old` has are allowed) and
+    `old` defines every one of them; else None. Seen (fix-bug): "The corrected code is:" and a
+    right `median`, alone, for a stats.py that also holds `mean`."""
+    try:
+        old_nodes, new_nodes = ast.parse(old or "").body, ast.parse(snippet).body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    defined = {node.name: node for node in old_nodes if isinstance(node, kinds)}
+    imports = {ast.dump(node) for node in old_nodes if isinstance(node, (ast.Import, ast.ImportFrom))}
+    redone = [node for node in new_nodes if isinstance(node, kinds)]
+    if not redone or any(not (isinstance(node, kinds) and node.name in defined) and ast.dump(node) not in imports
+                         for node in new_nodes):
+        return None
+    lines, new_lines = old.splitlines(keepends=True), snippet.splitlines(keepends=True)
+    for node in sorted(redone, key=lambda node: -defined[node.name].lineno):  # bottom up: line numbers hold
+        before = defined[node.name]
+        start = min([before.lineno] + [d.lineno for d in before.decorator_list]) - 1
+        text = new_lines[min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1:node.end_lineno]
+        lines[start:before.end_lineno] = [line if line.endswith("\n") else line + "\n" for line in text]
+    return "".join(lines)
 
 
 def _is_docstring(node) -> bool:

@@ -236,13 +236,20 @@ BLOCKS = [
      written("greet.py", "def main():\n    print('HI')\n\n\nmain()\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
+    # Seen here (fix-bug): "the corrected `median`" alone, for a file the run has read: spliced in
+    # place of the old median, mean() kept.
+    ("function-spliced-in", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
+     f"def median(v):\n    return 0\n{F}", {"stats.py": STATS},
+     written("stats.py", STATS.replace("return sorted(v)[len(v) // 2]", "return 0"))),
+    ("unnamed-function-spliced-in", f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS},
+     written("stats.py", STATS.replace("return sorted(v)[len(v) // 2]", "return 0"))),
     # Not files: nothing is written.
-    # Seen here (fix-bug): "the corrected `median` function" alone would delete mean().
-    ("snippet-drops-a-definition", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
-     f"def median(v):\n    return 0\n{F}", {"stats.py": STATS}, []),
+    ("snippet-with-other-code", f"To fix `stats.py`:\n{F}python\ndef median(v):\n    return 0\nx = 1\n{F}",
+     {"stats.py": STATS}, []),
+    ("snippet-with-a-new-function", f"To fix `stats.py`:\n{F}python\ndef mode(v):\n    return 0\n{F}",
+     {"stats.py": STATS}, []),
     ("unnamed-keeps-two-files", f"{F}python\ndef f():\n    pass\n{F}",
      {"a.py": "def f():\n    pass\n", "b.py": "def f():\n    return 1\n"}, []),
-    ("unnamed-drops-a-definition", f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}, []),
     ("unnamed-and-the-file-defines-nothing", f"{F}python\nprint(2)\n{F}", {"s.py": "print(1)\n"}, []),
     ("two-files-named", f"Change `a.py` and `b.py`:\n{F}python\nx = 1\n{F}", {}, []),
     ("no-file-named", f"Here is the function:\n{F}python\n{FIZZ}{F}", {}, []),
@@ -260,6 +267,11 @@ BLOCKS = [
 def test_file_blocks(text, files, expected):
     assert recover_calls(text, NAMES) == []
     assert file_blocks(text, files.get, list(files)) == expected  # `files` are the ones the run has read
+
+
+def test_a_function_is_spliced_only_into_a_file_the_run_has_read():
+    text = f"To fix `stats.py`, here is the corrected median:\n{F}python\ndef median(v):\n    return 0\n{F}"
+    assert file_blocks(text, {"stats.py": STATS}.get, []) == []  # a snippet that would drop mean()
 
 
 # --- everything a reply holds, in order (recover_all) -----------------------------------------

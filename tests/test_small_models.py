@@ -561,3 +561,17 @@ def test_a_tool_called_as_a_python_function_is_recovered(run_agent, fake, worksp
     assert code == 0 and out == "2.50\n"
     assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_1_0",
                                                 "content": "region,amount\nNorth,2.5\n"}
+
+
+def test_a_function_shown_alone_is_spliced_into_the_file_once_it_is_read(run_agent, fake, workspace):
+    # seen here (fix-bug): a right median(), shown alone five times for a stats.py never read
+    old = "def mean(v):\n    return sum(v) / len(v)\n\n\ndef median(v):\n    return max(v)\n"
+    (workspace / "stats.py").write_text(old)
+    fix = "The corrected code is:\n```python\ndef median(v):\n    return sorted(v)[len(v) // 2]\n```"
+    code, out, _ = run_agent(answer(fix), answer('{"name": "read_file", "arguments": {"path": "stats.py"}}'),
+                             answer(fix), reply(call("run_shell", command="python3 -c 'import stats'")),
+                             answer("Fixed."), task="Fix the bug in stats.py.")
+    assert code == 0 and out == "Fixed.\n"
+    assert note_in(fake.requests[1]) == prompts.CODE_NOT_RUN + prompts.READ_NEXT.format(path='"stats.py"')
+    assert fake.requests[1]["response_format"]["json_schema"]["schema"]["properties"]["name"] == {"const": "read_file"}
+    assert (workspace / "stats.py").read_text() == old.replace("return max(v)", "return sorted(v)[len(v) // 2]")
