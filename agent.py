@@ -217,11 +217,13 @@ def unchecked(task: str, messages: list) -> str:
     there is none. A model that says "done" without running the task's own check is often wrong."""
     if not CHANGE.search(task):
         return ""
-    runs = ran_unchanged(messages)
+    def same(command):  # `python3 x.py` runs what `python x.py` does
+        return re.sub(r"^python3 ", "python ", command)
+    runs = {same(command): result for command, result in ran_unchanged(messages).items()}
     for command in COMMAND.findall(task):
-        if command not in runs:
+        if same(command) not in runs:
             return prompts.UNCHECKED.format(command=command) + prompts.RUN_NEXT.format(command=json.dumps(command))
-        if failed("run_shell", runs[command]):
+        if failed("run_shell", runs[same(command)]):
             return prompts.CHECK_FAILED.format(command=command)
     return ""
 

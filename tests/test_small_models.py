@@ -527,7 +527,7 @@ def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_pass
     code, out, _ = run_agent(
         reply(call("read_file", path="a.py")), reply(call("write_file", path="a.py", content="raise SystemExit(1)\n")),
         answer("Done."), reply(call("run_shell", command="python a.py")), reply(call("read_file", path="a.py")),
-        answer("Done now."), fixed, reply(call("run_shell", command="python a.py")), answer("It prints ok."),
+        answer("Done now."), fixed, reply(call("run_shell", command="python3 a.py")), answer("It prints ok."),
         task=task)
     assert code == 0 and out == "It prints ok.\n" and (workspace / "a.py").read_text() == "print('ok')\n"
     notes = [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] == "user"]
