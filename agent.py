@@ -207,7 +207,9 @@ def ran_unchanged(messages: list) -> dict[str, str]:
             commands.clear()
         elif name == "run_shell":
             with suppress(ValueError, KeyError, TypeError):
-                commands[json.loads(arguments)["command"]] = results.get(call["id"], "Error")
+                command = json.loads(arguments)["command"]
+                if isinstance(command, str):  # else it never ran (seen in the random plans: a number)
+                    commands[command] = results.get(call["id"], "Error")
     return commands
 
 
