@@ -174,13 +174,25 @@ def syntax_error(source: str) -> str | None:
 def run_shell(command: str, *, settings: Settings) -> str:
     cwd = settings.workspace.resolve()
     if settings.sandbox:
-        argv, preexec = sandbox.wrap(command, cwd), sandbox.limit_resources
+        argv, limit = sandbox.wrap(command, cwd), sandbox.limit_resources
     else:
-        argv, preexec = ["/bin/sh", "-c", command], None
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=sandbox.environment(), preexec_fn=preexec, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,  # own process group
-    )
+        argv, limit = ["/bin/sh", "-c", command], lambda: None
+
+    def preexec():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        limit()
+    # subtle: a Ctrl-C that lands while Popen is still starting the command would leave no `proc`
+    # to kill, and the command running on (seen under load: bwrap with `sleep` under PID 1). So
+    # SIGINT waits, blocked, until collect() is inside the try that kills the group on the way out.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=sandbox.environment(), preexec_fn=preexec, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,  # own process group
+        )
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        raise
     out, err, timed_out = collect(proc, settings.timeout)
     parts = [f"timed out after {settings.timeout:g} s; the command and its children were killed"
              if timed_out else f"exit code: {proc.returncode}"]
@@ -204,6 +216,7 @@ def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
             sel.register(pipe, selectors.EVENT_READ)
         deadline = _now() + timeout
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked by run_shell)
             while sel.get_map():
                 if ended is None and (_now() > deadline or proc.poll() is not None):
                     timed_out = proc.poll() is None

@@ -6,6 +6,7 @@ files under tmp_path and real subprocesses.
 
 import inspect
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -353,3 +354,24 @@ def test_each_message_is_encoded_once_however_many_requests_carry_it(run_agent, 
     code, _, _ = run_agent(*[reply(call("run_shell", command=f"echo {n}")) for n in range(3)], answer("ok"))
     assert code == 0 and len(fake.requests) == 4
     assert len(systems) == 1  # sent four times, encoded once
+
+
+def test_ctrl_c_while_the_command_starts_leaves_nothing_running(workspace, monkeypatch):
+    # seen under load: a SIGINT that landed while Popen was starting bwrap left `sleep` running
+    real = subprocess.Popen
+
+    def popen_then_ctrl_c(argv, *args, **kwargs):
+        proc = real(argv, *args, **kwargs)
+        if "sleep 313" in argv:  # the command's own start (the sandbox runs other helpers first)
+            os.kill(os.getpid(), signal.SIGINT)  # before run_shell has the process in hand
+        return proc
+
+    monkeypatch.setattr(tools.subprocess, "Popen", popen_then_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tools.run_shell("sleep 313", settings=tools.Settings(workspace=workspace))
+        monkeypatch.undo()
+        assert subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout == b""
+    finally:
+        monkeypatch.undo()
+        subprocess.run(["pkill", "-f", "sleep 313"])
