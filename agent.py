@@ -366,7 +366,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
     A parser error gets one corrective note and one retry; an overflow compacts the history
     and retries. `send(request)` is the live endpoint, or a recorded transcript in --replay.
     """
-    forcing = [True]  # until the server rejects ONE_CALL
+    forcing = [True]  # until the server rejects a response_format
 
     def ask(messages: list, force: dict | None = None):
         retried = False

@@ -65,7 +65,8 @@ _LANGUAGES = {"py": {"python", "py", "python3"}, "sh": {"sh", "bash", "shell"},
               "go": {"go"}, "rs": {"rust", "rs"}, "c": {"c"}, "html": {"html"}, "css": {"css"}}
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANGUAGES) + r"))(?![\w/-])")
 # For _program: top-level statements that do nothing by themselves.
-_QUIET = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_QUIET = (*_DEFINITIONS, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 _SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
@@ -229,7 +230,7 @@ def _splice(old: str | None, snippet: str) -> str | None:
         old_nodes, new_nodes = ast.parse(old or "").body, ast.parse(snippet).body
     except (SyntaxError, ValueError, RecursionError):
         return None
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    kinds = _DEFINITIONS
     defined = {node.name: node for node in old_nodes if isinstance(node, kinds)}
     imports = {ast.dump(node) for node in old_nodes if isinstance(node, (ast.Import, ast.ImportFrom))}
     redone = [node for node in new_nodes if isinstance(node, kinds)]
@@ -259,7 +260,7 @@ def _definitions(source: str | None) -> set[str] | None:
     """The top-level functions and classes `source` defines; None if it is no Python."""
     try:
         return {node.name for node in ast.parse(source or "").body
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+                if isinstance(node, _DEFINITIONS)}
     except (SyntaxError, ValueError, RecursionError):
         return None
 
