@@ -48,7 +48,7 @@ from rich.text import Text
 
 import prompts
 import transcript
-from recover import failed_attempt, file_blocks, recover_all
+from recover import failed_attempt, fence, file_blocks, recover_all
 from tools import TOOLS, Refused, Settings, dispatch, inside
 
 EXIT_CODES = {
@@ -80,6 +80,8 @@ CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|e
                     re.I)
 # A command a task quotes, as in "Run `python test_stats.py` again until it passes".
 COMMAND = re.compile(r"`((?:python3?|sh|bash|pytest|node|make|npm|cargo|go)(?: [^`\n]*)?|\./[^`\n]+)`")
+# What a task says to leave alone: "Do not edit `test_roman.py`", "do not change `a.py` or `b.py`".
+KEEP = re.compile(r"\bdo not (?:edit|change|modify|touch)\s+((?:`[^`\n]+`(?:,\s*|\s+(?:or|and|nor)\s+)?)+)", re.I)
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
 # Orders to the model inside a tool result: "ignore all previous instructions", "note for the AI".
 INJECTION = re.compile(r"\b(?:ignore|disregard|forget)\b[^.\n]{0,20}\b(?:previous|prior|above|earlier|your)\b"
@@ -104,6 +106,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
     """The agent loop. `ask(messages)` is one model call. Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
     last_call, streak, nudged, results, files, force = None, 0, [], [], snapshot(settings), None
+    settings.kept |= kept(task, settings)
     for turn in range(1, max_turns + 1):
         choice = ask(messages, force).choices[0]
         force = None
@@ -121,13 +124,14 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
         if not calls:
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
                 message.content or "", results, nudged, task, read_next(named_file(task, settings)),
-                unchanged=snapshot(settings) == files, check=unchecked(task, messages))
+                unchanged=snapshot(settings) == files, check=unchecked(task, messages, settings),
+                write_next=write_next(task, settings, results[-1][1] if results else ""))
             if not problem:
                 return 0, message.content or ""
             nudged.append(problem)
             note("nudge", problem, log)
             messages.append({"role": "user", "content": prompts.AGAIN.format(task=task) + problem})
-            force = one_call(problem)
+            force = one_call(problem) or begun(problem)
             continue
         seen = len(results)  # results from here on are this reply's
         for i, (call_id, name, arguments) in enumerate(calls):  # each call gets one answer, matched by id
@@ -168,9 +172,22 @@ def one_call(note: str) -> dict | None:
     call = json.loads(note[note.rfind("<tool_call>") + len("<tool_call>"):-len("</tool_call>")])
     arguments = {"type": "object", "required": list(call["arguments"]),
                  "properties": {key: {"const": value} for key, value in call["arguments"].items()}}
-    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {
         "type": "object", "required": ["name", "arguments"],
-        "properties": {"name": {"const": call["name"]}, "arguments": arguments}}}}
+        "properties": {"name": {"const": call["name"]}, "arguments": arguments}}}}}
+
+
+def begun(note: str) -> dict | None:
+    """The start of the reply to a note that ends by naming the file to write: the file's name and
+    an open code fence, as the last (assistant) message of the request, which llama-server
+    continues. Small models write a file far better in a code block than in a JSON string.
+    Seen: pushed to write greet.py, backup.sh or geometry.py through a JSON schema, the 1.5B model
+    wrote "<your new content here>" or a made-up file; begun like this it wrote the file
+    (backup.sh fixed 3 of 3 times, --shout added 2 of 3). A server that ignores the start gives
+    a reply of its own, which is read as usual."""
+    if not (named := re.search(re.escape(prompts.WRITE_NEXT).replace(r"\{path\}", r"([^`\n]+)") + "$", note)):
+        return None
+    return {"prefill": f"{named[1]}\n```{fence(named[1])}\n"}
 
 
 def guarded(result: str, task: str, log) -> str:
@@ -213,10 +230,11 @@ def ran_unchanged(messages: list) -> dict[str, str]:
     return commands
 
 
-def unchecked(task: str, messages: list) -> str:
+def unchecked(task: str, messages: list, settings: Settings) -> str:
     """For a task that asks for a change, what to say of the first command it quotes (`python
-    test_x.py`) that has not run since the last write_file, or failed its last run since; "" if
-    there is none. A model that says "done" without running the task's own check is often wrong."""
+    test_x.py`) that has not run since the last write_file, or failed its last run since (and
+    which file to write next); "" if there is none. A model that says "done" without running
+    the task's own check is often wrong."""
     if not CHANGE.search(task):
         return ""
     def same(command):  # `python3 x.py` runs what `python x.py` does
@@ -226,7 +244,7 @@ def unchecked(task: str, messages: list) -> str:
         if same(command) not in runs:
             return prompts.UNCHECKED.format(command=command) + prompts.RUN_NEXT.format(command=json.dumps(command))
         if failed("run_shell", runs[same(command)]):
-            return prompts.CHECK_FAILED.format(command=command)
+            return prompts.CHECK_FAILED.format(command=command) + write_next(task, settings, runs[same(command)])
     return ""
 
 
@@ -252,12 +270,13 @@ def as_history(message, calls: list) -> dict:
 
 
 def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], task: str, read_next: str,
-                  unchanged: bool, check: str = "") -> str | None:
+                  unchanged: bool, check: str = "", write_next: str = "") -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
     are the run's (tool, result) pairs so far, `nudged` the notes already sent, `read_next` how
     to read the first workspace file the task names that is still unread ("" if none),
-    `unchanged` whether no file in the workspace has changed since the run began, and `check`
-    the note on a command the task quotes, if it has not run or failed."""
+    `unchanged` whether no file in the workspace has changed since the run began, `check`
+    the note on a command the task quotes, if it has not run or failed, and `write_next` the
+    words that name the file to write now, from the last result's traceback ("" if none)."""
     change = CHANGE.search(task)  # a task that asks for a change; a question is not held to the rules for one
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
@@ -275,11 +294,11 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
     if not results and read_next:
         return prompts.NO_TOOL + read_next  # the task names a file: look first
     if change and unchanged:
-        return prompts.UNDONE + read_next  # the task asks for a change, and not one file has changed
+        return prompts.UNDONE + (read_next or write_next)  # the task asks for a change, and nothing changed
     if PLANS.search(text):
         return prompts.PLANNED + read_next  # "we need to implement it, then we will run the tests"
     if failed(name, result) and change:  # (find-fact: grep found no "req-1234", and the answer was right)
-        return prompts.LAST_FAILED  # giving up (or asking the user) right after a failure
+        return prompts.LAST_FAILED + write_next  # giving up (or asking the user) right after a failure
     if check:
         return check  # the task says to run `python test_x.py`, and it has not run (or failed) since
     if untested and prompts.UNVERIFIED not in nudged:
@@ -308,6 +327,34 @@ def snapshot(settings: Settings, limit: int = 20_000) -> dict:
 
 def read_next(named: str | None) -> str:
     return prompts.READ_NEXT.format(path=json.dumps(named)) if named else ""
+
+
+def write_next(task: str, settings: Settings, output: str = "") -> str:
+    """" Write `PATH` now." for the source file the model should write next (see begun), or "".
+    Of the source files the task names, not counting those it keeps as they are or only runs
+    (`python test_x.py`) (and a data file such as sales.csv is input), the innermost one in the
+    traceback in `output`, else the first; only one this run has read whole, or a new one."""
+    def editable(name):
+        with suppress(OSError, ValueError, Refused):
+            return fence(name) is not None and inside(name, settings) not in settings.kept
+        return False
+    names = [name for name in dict.fromkeys(re.findall(r"\b\w[\w./-]*\.\w+", COMMAND.sub("", task)))
+             if editable(name)]
+    frames = re.findall(r'File "([^"]+)", line \d+', output)[::-1]  # innermost first
+    target = next(iter([name for path in frames for name in names if path == name or path.endswith("/" + name)]
+                       + names), None)
+    if not target or ((path := inside(target, settings)).exists() and path not in settings.seen):
+        return ""
+    return prompts.WRITE_NEXT.format(path=target)
+
+
+def kept(task: str, settings: Settings) -> set[Path]:
+    """The files a task says not to edit ("Do not edit `test_roman.py`"): write_file refuses them."""
+    found = set()
+    for name in (name for match in KEEP.finditer(task) for name in re.findall(r"`([^`\n]+)`", match[1])):
+        with suppress(OSError, ValueError, Refused):
+            found.add(inside(name, settings))
+    return found
 
 
 def named_file(task: str, settings: Settings) -> str | None:
@@ -374,8 +421,11 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             request = dict(model=model, messages=messages, tools=TOOLS, tool_choice="auto",
                            parallel_tool_calls=False, max_completion_tokens=MAX_REPLY_TOKENS,
                            **SAMPLING, seed=totals["turns"] + 1)
-            if force and forcing[0]:
-                request["response_format"] = force
+            if force and "prefill" in force:
+                request["messages"] = messages + [{"role": "assistant", "content": force["prefill"]}]
+                note("begun", f"the reply is begun for the model: {force['prefill'].strip()}", log)
+            elif force and forcing[0]:
+                request.update(force)
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)

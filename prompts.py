@@ -41,6 +41,8 @@ READ_NEXT = (" Start with a file the task names that you have not read yet. To r
 RUN_NEXT = (' To run it, reply with only this line:\n'
             '<tool_call>{{"name": "run_shell", "arguments": {{"command": {command}}}}}</tool_call>')
 
+WRITE_NEXT = " Write `{path}` now."  # (agent.begun starts the reply: the file's name and a code fence)
+
 UNCHECKED = ("The task says to run `{command}`, and it has not run since the files last changed, so the "
              "work is not checked yet.")
 

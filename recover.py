@@ -60,9 +60,9 @@ _NAME_THEN_ARGS = [
 # lenient reader, which walks to the end of the text when a bracket never closes, off other text.
 _CALL_START = re.compile(r"""\[?\s*\{\s*["'](?:name|arguments|parameters|function|type|id)["']""")
 # For file_blocks: a code block's language must fit the file's type.
-_LANGUAGES = {"py": {"python", "py", "python3"}, "sh": {"sh", "bash", "shell"},
-              "js": {"javascript", "js"}, "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"},
-              "go": {"go"}, "rs": {"rust", "rs"}, "c": {"c"}, "html": {"html"}, "css": {"css"}}
+_LANGUAGES = {"py": ("python", "py", "python3"), "sh": ("sh", "bash", "shell"),
+              "js": ("javascript", "js"), "ts": ("typescript", "ts"), "rb": ("ruby", "rb"),
+              "go": ("go",), "rs": ("rust", "rs"), "c": ("c",), "html": ("html",), "css": ("css",)}
 _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANGUAGES) + r"))(?![\w/-])")
 # For _program: top-level statements that do nothing by themselves.
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -120,6 +120,11 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=()) -> tuple
         return repr(command) if "\n" not in command and len(command) <= 60 else kind
     return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
         f"run_shell of {said(args['command'], kind)}" for _, _, args, kind in commands]
+
+
+def fence(path: str) -> str | None:
+    """The code fence's language for a source file a block can hold (`python` for a.py), or None."""
+    return _LANGUAGES.get(path.rpartition(".")[2], (None,))[0] if "." in path else None
 
 
 def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:

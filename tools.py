@@ -86,6 +86,7 @@ class Settings:
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
     seen: set[Path] = field(default_factory=set)  # files read or written in this run
+    kept: set[Path] = field(default_factory=set)  # files the task says not to edit
 
 
 class Refused(Exception):
@@ -131,6 +132,8 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     target = inside(path, settings)
     if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
         raise Refused(f"{path!r} is not a plain file")
+    if target in settings.kept:  # seen: told not to edit test_roman.py, the model rewrote it
+        raise Refused(f"the task says not to edit {path}, so it was left as it was: change other files instead")
     if target.exists() and target not in settings.seen:  # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")

@@ -15,8 +15,9 @@ FENCED = 'I will write it.\n```json\n{"name": "write_file", "arguments": {"path"
 
 
 def note_in(request: dict) -> str:
-    """The note that ends this request, after the task restated at its start (prompts.AGAIN)."""
-    message, task = request["messages"][-1], request["messages"][1]["content"]
+    """The note that ends this request (before the reply begun for the model, if there is one),
+    after the task restated at its start (prompts.AGAIN)."""
+    message, task = request["messages"][-1 - (request["messages"][-1]["role"] == "assistant")], request["messages"][1]["content"]
     assert message["role"] == "user" and message["content"].startswith(prompts.AGAIN.format(task=task))
     return message["content"][len(prompts.AGAIN.format(task=task)):]
 
@@ -219,7 +220,7 @@ def test_an_answer_to_a_task_that_asks_for_a_change_when_no_file_changed_is_not_
     code, out, _ = run_agent(reply(call("run_shell", command="true")), *[answer(claim)] * (agent.MAX_NUDGES + 1),
                              task="Rename calc_area to rectangle_area in geo.py.")
     assert code == 0 and out == claim + "\n" and len(fake.requests) == agent.MAX_NUDGES + 2
-    assert note_in(fake.requests[2]) == prompts.UNDONE
+    assert note_in(fake.requests[2]) == prompts.UNDONE + prompts.WRITE_NEXT.format(path="geo.py")  # a new file
 
 
 def test_the_change_note_names_the_next_file_to_read(run_agent, fake, workspace):
@@ -230,7 +231,9 @@ def test_the_change_note_names_the_next_file_to_read(run_agent, fake, workspace)
                              reply(call("read_file", path="s.py")), answer("I can't see it."), answer("ok"),
                              task="`python test_s.py` fails: fix the bug in `s.py`.")
     assert note_in(fake.requests[2]) == prompts.UNDONE + prompts.READ_NEXT.format(path='"s.py"')
-    assert note_in(fake.requests[4]) == prompts.UNDONE  # all read: no file to suggest
+    # all read: the file to write, not the test the task runs; and the reply is begun for the model
+    assert note_in(fake.requests[4]) == prompts.UNDONE + prompts.WRITE_NEXT.format(path="s.py")
+    assert fake.requests[4]["messages"][-1] == {"role": "assistant", "content": "s.py\n```python\n"}
 
 
 def test_a_question_may_be_answered_without_a_change(run_agent, fake, workspace):
@@ -493,7 +496,7 @@ def test_the_reply_to_a_note_is_forced_to_be_a_tool_call(run_agent, fake, worksp
     assert code == 0 and out == "apple\n"
     first, after_note, after_read, after_answer = fake.requests
     assert "response_format" not in first and "response_format" not in after_read
-    assert after_note["response_format"] == agent.one_call(after_note["messages"][-1]["content"])
+    assert after_note["response_format"] == agent.one_call(after_note["messages"][-1]["content"])["response_format"]
     assert note_in(after_note) == prompts.NO_TOOL + prompts.READ_NEXT.format(path='"a.txt"')
     assert after_read["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_2_0", "content": "apple\n"}
     assert after_note["response_format"]["json_schema"]["schema"]["properties"] == {  # the call the note gives
@@ -530,14 +533,16 @@ def test_a_change_is_not_done_until_the_command_the_task_quotes_has_run_and_pass
         answer("Done now."), fixed, reply(call("run_shell", command="python3 a.py")), answer("It prints ok."),
         task=task)
     assert code == 0 and out == "It prints ok.\n" and (workspace / "a.py").read_text() == "print('ok')\n"
-    notes = [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] == "user"]
+    notes = [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] != "tool"]
     assert notes == [prompts.UNCHECKED.format(command="python a.py") + prompts.RUN_NEXT.format(command='"python a.py"'),
-                     prompts.CHECK_FAILED.format(command="python a.py")]  # not run yet; then run, and failed
+                     prompts.CHECK_FAILED.format(command="python a.py") + prompts.WRITE_NEXT.format(path="a.py")]
+    # not run yet; then run, and failed: a.py is the file to write (b.py is kept as it is)
     assert fake.requests[3]["response_format"]["json_schema"]["schema"] == {
         "type": "object", "required": ["name", "arguments"], "properties": {
             "name": {"const": "run_shell"},
             "arguments": {"type": "object", "required": ["command"], "properties": {"command": {"const": "python a.py"}}}}}
-    assert "response_format" not in fake.requests[6]  # the second note gives no call to make
+    assert "response_format" not in fake.requests[6]  # the second note gives no call to make: it begins the reply
+    assert fake.requests[6]["messages"][-1] == {"role": "assistant", "content": "a.py\n```python\n"}
 
 
 def test_a_question_that_quotes_a_command_is_not_held_to_running_it(run_agent, fake, workspace):
@@ -575,3 +580,46 @@ def test_a_function_shown_alone_is_spliced_into_the_file_once_it_is_read(run_age
     assert note_in(fake.requests[1]) == prompts.CODE_NOT_RUN + prompts.READ_NEXT.format(path='"stats.py"')
     assert fake.requests[1]["response_format"]["json_schema"]["schema"]["properties"]["name"] == {"const": "read_file"}
     assert (workspace / "stats.py").read_text() == old.replace("return max(v)", "return sorted(v)[len(v) // 2]")
+
+
+def test_a_file_the_task_says_not_to_edit_is_not_written(run_agent, fake, workspace):
+    # seen here (implement-function): told not to edit test_roman.py, the model wrote a new one
+    for name in ("t.py", "u.py", "a.py"):
+        (workspace / name).write_text("x = 1\n")
+    script = [reply(call("read_file", path=name)) for name in ("t.py", "u.py", "a.py")]
+    code, _, _ = run_agent(*script, *[reply(call("write_file", path=name, content="x = 2\n")) for name in ("t.py", "u.py", "a.py")],
+                           reply(call("run_shell", command="true")), answer("done"),
+                           task="Fix `a.py`. Do not edit `t.py` or `u.py`.")
+    assert code == 0
+    assert [(workspace / name).read_text() for name in ("t.py", "u.py", "a.py")] == ["x = 1\n", "x = 1\n", "x = 2\n"]
+    results = [r["messages"][-1]["content"] for r in fake.requests[4:6]]
+    assert results == [f"Error: Refused: the task says not to edit {name}, so it was left as it was: change other "
+                       "files instead" for name in ("t.py", "u.py")]
+
+
+def test_the_reply_after_a_failed_run_is_begun_as_the_file_in_the_traceback(run_agent, fake, workspace):
+    # seen here (fix-shell-script, add-cli-flag): asked for the change, the 1.5B model said it was
+    # done, again and again; begun with the file's name and a code fence, it wrote the fixed file
+    (workspace / "test_r.py").write_text("from r import f\nassert f() == 2\nprint('ok')\n")
+    (workspace / "r.py").write_text("def f():\n    raise ValueError(1)\n")
+    (workspace / "s.py").write_text("x = 1\n")
+    fixed = "r.py\n```python\ndef f():\n    return 2\n```"  # the server returns the begun text with the rest
+    code, out, err = run_agent(
+        *[reply(call("read_file", path=name)) for name in ("test_r.py", "r.py", "s.py")],
+        reply(call("write_file", path="s.py", content="x = 2\n")), reply(call("run_shell", command="python3 test_r.py")),
+        answer("Done."), answer(fixed), reply(call("run_shell", command="python test_r.py")), answer("It prints ok."),
+        task="Make `python test_r.py` print ok: the bug is in `s.py` or `r.py`. Do not edit `test_r.py`.")
+    assert code == 0 and out == "It prints ok.\n" and (workspace / "r.py").read_text() == "def f():\n    return 2\n", err
+    # the traceback's innermost frame in a file the task names is r.py (not s.py, named first)
+    assert note_in(fake.requests[6]) == prompts.LAST_FAILED + prompts.WRITE_NEXT.format(path="r.py")
+    assert fake.requests[6]["messages"][-1] == {"role": "assistant", "content": "r.py\n```python\n"}
+    assert "the reply is begun for the model: r.py" in " ".join(err.split())
+    written = fake.requests[7]["messages"][-2]  # the begun reply became a structured write in the history
+    assert written["content"] == "" and json.loads(written["tool_calls"][0]["function"]["arguments"])["path"] == "r.py"
+    assert all(r["messages"][-1]["role"] != "assistant" for r in fake.requests[7:])  # begun once, for that reply
+
+
+def test_without_recovery_no_reply_is_begun(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("x = 1\n")
+    code, _, _ = run_agent(reply(call("read_file", path="a.py")), answer("Fixed."), task="Fix `a.py`.", flags=["--no-recover"])
+    assert code == 0 and len(fake.requests) == 2 and fake.requests[1]["messages"][-1]["role"] == "tool"
