@@ -461,6 +461,9 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 totals["completion_tokens"] += usage.completion_tokens
             body = response.model_dump(exclude_none=True)
             log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
+            begun = (force or {}).get("prefill")
+            if begun and (response.choices[0].message.content or "").startswith(begun * 2):  # seen: written again
+                response.choices[0].message.content = response.choices[0].message.content[len(begun):]
             if show_request:
                 show_json("response", body)
             show_reply(response.choices[0].message)

@@ -320,7 +320,8 @@ def _find_calls(text):
             starts.add(m.end(2) - len(m.group(2).lstrip()))
         else:
             code.append(range(m.start(), m.end()))
-    starts |= {m.start() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)}
+    starts |= {m.start() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)
+               or text.startswith("{{", m.start())}  # (no code has a dict in a set: fix-bug, in a ```python block)
 
     read_up_to = 0
     for start in sorted(starts):
@@ -328,7 +329,7 @@ def _find_calls(text):
         parsed = _lenient(text, at) if at >= read_up_to and _CALL_START.match(text, at) else None
         # subtle: a tag says "this is a call" by itself (so a stray "}" after it is forgiven), but
         # a value that merely starts a line must also end it: `{...},` is the head of a list in code.
-        end = parsed and parsed[1] + (at > start and text.startswith("}", parsed[1]))
+        end = parsed and parsed[1] + (at > start) * (len(text[parsed[1]:]) - len(text[parsed[1]:].lstrip("}")))
         if not parsed or (start not in tagged and not _LINE_END.match(text, end)):
             continue
         value, read_up_to = parsed

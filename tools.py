@@ -13,6 +13,7 @@ Left out on purpose: edit/patch/search tools (the shell has grep and sed), globb
 and any tool state kept between calls (each shell command is its own process).
 """
 
+import ast
 import json
 import os
 import shlex
@@ -134,7 +135,8 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
         raise Refused(f"{path!r} is not a plain file")
     if target in settings.kept:  # seen: told not to edit test_roman.py, the model rewrote it
         raise Refused(f"the task says not to edit {path}, so it was left as it was: change other files instead")
-    if target.exists() and target not in settings.seen:  # a blind overwrite loses what it did not see
+    if target.exists() and target not in settings.seen and not fills_stubs(target, content):
+        # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")
     broken = path.endswith(".py") and syntax_error(content)
@@ -161,6 +163,25 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     settings.seen.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
     return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
+
+
+def fills_stubs(target: Path, content: str) -> bool:
+    """Is `target` a Python file of nothing but stubs (functions whose body is a docstring, `pass`,
+    `...` or `raise NotImplementedError`; imports; a docstring), each of which `content` defines?
+    Then writing it unread loses nothing. Seen (implement-function): a right to_roman refused
+    because roman.py, a stub, had not been read, and never written again."""
+    def stub(node):
+        return all(isinstance(line, ast.Pass) or (isinstance(line, ast.Expr) and isinstance(line.value, ast.Constant))
+                   or (isinstance(line, ast.Raise) and "NotImplementedError" in ast.unparse(line)) for line in node.body)
+    try:
+        old, new = ast.parse(target.read_text(errors="replace")).body, ast.parse(content).body
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return False
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    defined = {node.name for node in new if isinstance(node, functions)}
+    return target.suffix == ".py" and any(isinstance(node, functions) for node in old) and all(
+        isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        or (isinstance(node, functions) and node.name in defined and stub(node)) for node in old)
 
 
 def syntax_error(source: str) -> str | None:

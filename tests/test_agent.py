@@ -180,6 +180,21 @@ def test_write_file_replaces_only_a_file_read_whole_in_this_run(run_agent, fake,
     assert (workspace / "big.txt").stat().st_size == tools.READ_CAP + 1
 
 
+def test_a_file_of_stubs_may_be_filled_in_unread(run_agent, fake, workspace):
+    stub = '"""Roman numerals."""\nimport math\n\n\ndef to_roman(n):\n    """Say it in Roman."""\n    raise NotImplementedError\n'
+    for name in ("roman.py", "half.py", "real.py", "drop.py"):
+        (workspace / name).write_text(stub)
+    (workspace / "half.py").write_text(stub + "\n\ndef to_arabic(s):\n    return 0\n")  # one function is real
+    (workspace / "real.py").write_text(stub + "\nTABLE = {}\n")  # data, unseen
+    new = "def to_roman(n):\n    return 'I' * n\n"
+    run_agent(*[reply(call("write_file", path=name, content=new)) for name in ("roman.py", "half.py", "real.py")],
+              reply(call("write_file", path="drop.py", content="def other():\n    pass\n")), answer("ok"))
+    results = [m["content"] for m in tool_messages(fake.requests[4])]
+    assert results[0] == "wrote 36 bytes (2 lines) to roman.py" and (workspace / "roman.py").read_text() == new
+    # a real function or data it did not see, or a stub it does not fill in: read it first
+    assert all(result.startswith("Error: Refused: '") and "you have not read it yet" in result for result in results[1:])
+
+
 def test_write_file_creates_folders_and_returns_what_it_wrote(run_agent, fake, workspace):
     run_agent(reply(call("write_file", path="src/pkg/mod.py", content="a = 1\nb = 2\n")), answer("ok"))
     assert (workspace / "src/pkg/mod.py").read_text() == "a = 1\nb = 2\n"

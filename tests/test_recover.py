@@ -49,6 +49,8 @@ RECOVERED = [
     # Seen here (add-cli-flag): braces doubled as in a str.format template, the last one missing.
     ("fenced-doubled-braces", f'{F}json\n{{{LS}}}\n{F}', [shell("ls")]),
     ("fenced-doubled-braces-unclosed", f'{F}json\n{{{LS}\n{F}', [shell("ls")]),
+    # Seen here (fix-bug): the same reply five times, doubled braces, one too many at the end, in a python block.
+    ("doubled-braces-in-a-python-block", f'{F}python\n# tools.py\n{{{READ}}}}}\n{F}', [("read_file", '{"path": "a.py"}')]),
     ("fenced-list-of-two", f"{F}json\n[\n  {READ},\n  {LS}\n]\n{F}", [("read_file", '{"path": "a.py"}'), shell("ls")]),
     # Bare JSON, as Qwen2.5-Coder answers through Ollama.
     ("bare", LS, [shell("ls")]),

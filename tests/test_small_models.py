@@ -603,7 +603,7 @@ def test_the_reply_after_a_failed_run_is_begun_as_the_file_in_the_traceback(run_
     (workspace / "test_r.py").write_text("from r import f\nassert f() == 2\nprint('ok')\n")
     (workspace / "r.py").write_text("def f():\n    raise ValueError(1)\n")
     (workspace / "s.py").write_text("x = 1\n")
-    fixed = "r.py\n```python\ndef f():\n    return 2\n```"  # the server returns the begun text with the rest
+    fixed = "r.py\n```python\n" * 2 + "def f():\n    return 2\n```"  # the begun text, with the rest (its start again)
     code, out, err = run_agent(
         *[reply(call("read_file", path=name)) for name in ("test_r.py", "r.py", "s.py")],
         reply(call("write_file", path="s.py", content="x = 2\n")), reply(call("run_shell", command="python3 test_r.py")),
