@@ -146,6 +146,7 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
                       "write the whole file again with the error fixed")
     if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
         return f"{path} already holds exactly this content: nothing changed"  # (seen: a file copied back as it was)
+    same = path.endswith(".py") and target.exists() and code_of(target.read_text(errors="replace")) == code_of(content)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
@@ -162,7 +163,22 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
         raise
     settings.seen.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
-    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
+    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}" + (
+        ", but its code is the same as before: only comments, docstrings or blank lines changed" if same else "")
+
+
+def code_of(source: str) -> str | None:
+    """What a Python module does, without its comments, docstrings and layout (None if it does
+    not parse). Seen: asked to add --shout, the 1.5B model wrote greet.py back without its docstring."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body.pop(0)
+    return ast.dump(tree)
 
 
 def fills_stubs(target: Path, content: str) -> bool:

@@ -390,3 +390,16 @@ def test_ctrl_c_while_the_command_starts_leaves_nothing_running(workspace, monke
     finally:
         monkeypatch.undo()
         subprocess.run(["pkill", "-f", "sleep 313"])
+
+
+def test_a_rewrite_that_changes_no_code_says_so(run_agent, fake, workspace):
+    # seen: asked to add --shout, the 1.5B model wrote greet.py back without its docstring
+    old = '"""Greet."""\nimport sys\n\n\ndef main():\n    print("hi")  # say it\n'
+    (workspace / "greet.py").write_text(old)
+    run_agent(reply(call("read_file", path="greet.py")),
+              reply(call("write_file", path="greet.py", content='import sys\n\ndef main():\n    print("hi")\n')),
+              reply(call("write_file", path="greet.py", content='import sys\n\ndef main():\n    print("HI")\n')), answer("ok"))
+    same, changed = [m["content"] for m in tool_messages(fake.requests[3])][1:]
+    assert same == "wrote 40 bytes (4 lines) to greet.py, but its code is the same as before: only comments, " \
+                   "docstrings or blank lines changed"
+    assert changed == "wrote 40 bytes (4 lines) to greet.py"
