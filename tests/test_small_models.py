@@ -623,3 +623,17 @@ def test_without_recovery_no_reply_is_begun(run_agent, fake, workspace):
     (workspace / "a.py").write_text("x = 1\n")
     code, _, _ = run_agent(reply(call("read_file", path="a.py")), answer("Fixed."), task="Fix `a.py`.", flags=["--no-recover"])
     assert code == 0 and len(fake.requests) == 2 and fake.requests[1]["messages"][-1]["role"] == "tool"
+
+
+def test_a_number_written_that_no_tool_printed_gets_a_warning(run_agent, fake, workspace):
+    # seen here (csv-total): the 1.5B model read sales.csv, then wrote a total it typed (1010.72, not 3596.41)
+    (workspace / "sales.csv").write_text("region,amount\nNorth,2.5\nNorth,1.25\n")
+    code, _, _ = run_agent(reply(call("read_file", path="sales.csv")),
+                           reply(call("write_file", path="total.txt", content="1010.72\n")),
+                           reply(call("run_shell", command="echo 3.75")),
+                           reply(call("write_file", path="total.txt", content="3.75")),
+                           reply(call("write_file", path="two.txt", content="2.5")), answer("done"),
+                           task="Write the total of the North amounts in `sales.csv` to total.txt.")
+    typed, _, printed, read = [m["content"] for m in fake.requests[5]["messages"] if m["role"] == "tool"][1:]
+    assert typed == "wrote 8 bytes (1 lines) to total.txt" + prompts.BY_HAND.format(number="1010.72")
+    assert printed == "wrote 4 bytes (1 lines) to total.txt" and read == "wrote 3 bytes (1 lines) to two.txt"
