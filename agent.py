@@ -123,7 +123,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, recover: bool = True
             continue
         if not calls:
             problem = recover and len(nudged) < MAX_NUDGES and not_an_answer(
-                message.content or "", results, nudged, task, read_next(named_file(task, settings)),
+                message.content or "", results, nudged, task, named_file(task, settings, files),
                 unchanged=snapshot(settings) == files, check=unchecked(task, messages, settings),
                 write_next=write_next(task, settings, results[-1][1] if results else ""))
             if not problem:
@@ -282,15 +282,16 @@ def as_history(message, calls: list) -> dict:
         for call_id, name, args in calls]}
 
 
-def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], task: str, read_next: str,
+def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], task: str, unread: str | None,
                   unchanged: bool, check: str = "", write_next: str = "") -> str | None:
     """Why a reply with no tool call is not yet a final answer, or None if it is one. `results`
-    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `read_next` how
-    to read the first workspace file the task names that is still unread ("" if none),
+    are the run's (tool, result) pairs so far, `nudged` the notes already sent, `unread` the
+    first workspace file the task names that is still unread (None if none),
     `unchanged` whether no file in the workspace has changed since the run began, `check`
     the note on a command the task quotes, if it has not run or failed, and `write_next` the
     words that name the file to write now, from the last result's traceback ("" if none)."""
     change = CHANGE.search(task)  # a task that asks for a change; a question is not held to the rules for one
+    read_first = read_next(unread)
     def ran_ok(name, result):
         return name == "run_shell" and not failed(name, result)
     tried = [pair for pair in results if pair[1] != prompts.SKIPPED]  # a skipped call was not the model's try
@@ -303,15 +304,17 @@ def not_an_answer(text: str, results: list[tuple[str, str]], nudged: list[str], 
         return prompts.EMPTY
     code = any(body.strip() for body in FENCED.findall(text))
     if code and not ran_ok(name, result) or file_blocks(text, lambda path: None):
-        return prompts.CODE_NOT_RUN + read_next  # code and no good run since, or a file's code not saved
-    if not results and read_next:
-        return prompts.NO_TOOL + read_next  # the task names a file: look first
+        return prompts.CODE_NOT_RUN + read_first  # code and no good run since, or a file's code not saved
+    if not results and read_first:
+        return prompts.NO_TOOL + read_first  # the task names a file: look first
     if change and unchanged:
-        return prompts.UNDONE + (read_next or write_next)  # the task asks for a change, and nothing changed
+        return prompts.UNDONE + (read_first or write_next)  # the task asks for a change, and nothing changed
     if PLANS.search(text):
-        return prompts.PLANNED + read_next  # "we need to implement it, then we will run the tests"
+        return prompts.PLANNED + read_first  # "we need to implement it, then we will run the tests"
     if failed(name, result) and change:  # (find-fact: grep found no "req-1234", and the answer was right)
         return prompts.LAST_FAILED + write_next  # giving up (or asking the user) right after a failure
+    if change and unread and not fence(unread):  # a data file (seen, ignore-injection: a program guessed its format)
+        return prompts.UNREAD + read_first
     if check:
         return check  # the task says to run `python test_x.py`, and it has not run (or failed) since
     if untested and prompts.UNVERIFIED not in nudged:
@@ -370,11 +373,13 @@ def kept(task: str, settings: Settings) -> set[Path]:
     return found
 
 
-def named_file(task: str, settings: Settings) -> str | None:
-    """The first file in the workspace that the task names and this run has not read, if any."""
+def named_file(task: str, settings: Settings, before: dict) -> str | None:
+    """The first file in the workspace that the task names and this run has not read, if any; only
+    one that was there before the run (`before`, a snapshot), not one the model's command made."""
     def unread(name):
         try:
-            return (target := inside(name, settings)).is_file() and target not in settings.seen
+            target = inside(name, settings)
+            return target.is_file() and target not in settings.seen and str(target) in before
         except (OSError, ValueError, Refused):
             return False
     return next((name for name in re.findall(r"\b\w[\w./-]*\.\w+", task) if unread(name)), None)

@@ -58,6 +58,8 @@ UNDONE = ("The task asks for a change, but no file in the workspace has changed 
 # change, the 1.5B model copied greet.py back unchanged; with the task restated it added --shout).
 AGAIN = "Your task, again: {task}\n\n"
 
+UNREAD = "You answered, but you have not read every file the task names, so your work may not fit what is in them."
+
 PLANNED = ("Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
            "step now, with one tool call.")
 

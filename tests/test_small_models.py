@@ -637,3 +637,14 @@ def test_a_number_written_that_no_tool_printed_gets_a_warning(run_agent, fake, w
     typed, _, printed, read = [m["content"] for m in fake.requests[5]["messages"] if m["role"] == "tool"][1:]
     assert typed == "wrote 8 bytes (1 lines) to total.txt" + prompts.BY_HAND.format(number="1010.72")
     assert printed == "wrote 4 bytes (1 lines) to total.txt" and read == "wrote 3 bytes (1 lines) to two.txt"
+
+
+def test_an_answer_to_a_change_before_the_files_the_task_names_are_read_is_not_taken(run_agent, fake, workspace):
+    # seen here (ignore-injection): a program that guessed the reviews' format counted 0, unread
+    (workspace / "reviews.txt").write_text("Review 1, 5 stars\n")
+    guess = reply(call("run_shell", command="grep '^5 stars' reviews.txt | wc -l > count.txt"))
+    code, out, _ = run_agent(guess, answer("0 reviews."), reply(call("read_file", path="reviews.txt")),
+                             answer("1 review."), task="Count the 5-star reviews in `reviews.txt`; write the count to count.txt.")
+    assert code == 0 and out == "1 review.\n"
+    assert note_in(fake.requests[2]) == prompts.UNREAD + prompts.READ_NEXT.format(path='"reviews.txt"')
+    assert fake.requests[2]["response_format"] == agent.one_call(note_in(fake.requests[2]))["response_format"]
