@@ -37,6 +37,7 @@ runs a command the model never meant, a wrong guess in `failed_attempt` costs on
 """
 
 import ast
+import itertools
 import json
 import re
 import textwrap
@@ -69,6 +70,7 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _QUIET = (*_DEFINITIONS, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 _SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
+_SECTION = re.compile(r"^(?=[ \t]*(?:#|//)[ \t]*(?:[\w-]+/)*[\w-]+\.\w+[ \t]*\n)", re.M)  # a line naming a file
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
@@ -150,23 +152,26 @@ def _file_blocks(text, current, read=()):
     """file_blocks with where each block starts: [(position, path, content), ...]."""
     found, prose_start = {}, 0
     for block in _FENCE.finditer(text):
-        language, body = block.group(1).lower(), block.group(2)
+        language, whole = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        named = _NAME_COMMENT.match(body)
-        paths = [named.group(1)] if named else _named_alone(prose)
-        if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
-            paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), body)]
-            paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
-        if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
-            continue  # no single file named, already written, or cut off mid-block
-        path = paths[0]
-        if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body[len(named[0]) if named else 0:]:
-            continue
-        if path.endswith(".py") and not _keeps_definitions(current(path), body):
-            body = path in read and _splice(current(path), body)
-            if not body:
+        # several files in one block, each under a comment naming it (seen: # roman.py, # test_roman.py)
+        sections = [part for part in _SECTION.split(whole) if part] if _NAME_COMMENT.match(whole) else [whole]
+        for body, start in zip(sections, itertools.accumulate([block.start()] + [len(part) for part in sections])):
+            named = _NAME_COMMENT.match(body)
+            paths = [named.group(1)] if named else _named_alone(prose)
+            if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
+                paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), body)]
+                paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
+            if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
+                continue  # no single file named, already written, or cut off mid-block
+            path = paths[0]
+            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body[len(named[0]) if named else 0:]:
                 continue
-        found[path] = (block.start(), path, body)
+            if path.endswith(".py") and not _keeps_definitions(current(path), body):
+                body = path in read and _splice(current(path), body)
+                if not body:
+                    continue
+            found[path] = (start, path, body)
     return list(found.values())
 
 
@@ -186,7 +191,7 @@ def _command_blocks(text, used):
     found = []
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
-        if language not in _SHELLS or block.start() in used or not block.group(0).endswith("```"):
+        if language not in _SHELLS or any(block.start() <= at < block.end() for at in used) or not block.group(0).endswith("```"):
             continue
         lines = body.strip().splitlines()
         if language == "console" or any(line.startswith("$ ") for line in lines):
@@ -208,7 +213,7 @@ def _program(text, used, names):
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        if (language not in _LANGUAGES["py"] or block.start() in used or not block.group(0).endswith("```")
+        if (language not in _LANGUAGES["py"] or any(block.start() <= at < block.end() for at in used) or not block.group(0).endswith("```")
                 or any(path.endswith(".py") for path in _FILE_NAME.findall(prose)) or _NAME_COMMENT.match(body)
                 or any(re.search(rf"\b{name}\s*\(", body) for name in names)):
             continue

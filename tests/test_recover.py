@@ -238,6 +238,12 @@ BLOCKS = [
      written("greet.py", "def main():\n    print('HI')\n\n\nmain()\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
+    # Seen here (implement-function): two files in one block, each under a comment naming it.
+    ("two-files-in-one-block", f"Here they are:\n{F}python\n# roman.py\ndef to_roman(n):\n    return 'I' * n\n\n"
+     f"# test_roman.py\nfrom roman import to_roman\nprint('ok')\n{F}",
+     {"roman.py": "def to_roman(n):\n    raise NotImplementedError\n"},
+     written("roman.py", "# roman.py\ndef to_roman(n):\n    return 'I' * n\n\n")
+     + written("test_roman.py", "# test_roman.py\nfrom roman import to_roman\nprint('ok')\n")),
     # Seen here (fix-bug): "the corrected `median`" alone, for a file the run has read: spliced in
     # place of the old median, mean() kept.
     ("function-spliced-in", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
