@@ -9,7 +9,9 @@ Small local models need a little more, and each piece is visible on screen when 
 calls written as text, and the files, commands and programs a reply shows as code blocks, are
 recovered (recover.py); a call cut off at the token limit is never run; a reply that is not yet
 an answer gets a note with the task restated (`not_an_answer`), and when the note gives the call
-to make, the next reply is held to that call by a JSON schema (`one_call`); a change is not done
+to make, the next reply is held to that call by a JSON schema (`one_call`), and when it names
+the file to write, the next reply is begun with that file's name and a code fence (`begun`); a
+number written to a file that no tool printed gets a warning (`by_hand`); a change is not done
 until the command the task quotes has run and passed (`unchecked`); calls planned before a
 result they needed are not run (`blind`); orders to the model found in a tool result get the
 task restated (`guarded`); a call repeated in a row is stopped; and a context that overflows is
@@ -441,7 +443,8 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                            **SAMPLING, seed=totals["turns"] + 1)
             if force and "prefill" in force:
                 request["messages"] = messages + [{"role": "assistant", "content": force["prefill"]}]
-                note("begun", f"the reply is begun for the model: {force['prefill'].strip()}", log)
+                note("begun", f"the reply is begun for the model: {force['prefill'].split()[0]} and an open "
+                     "code fence, which it continues", log)
             elif force and forcing[0]:
                 request.update(force)
             log("request", turn=totals["turns"] + 1, body=request)
@@ -479,9 +482,9 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 totals["completion_tokens"] += usage.completion_tokens
             body = response.model_dump(exclude_none=True)
             log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
-            begun = (force or {}).get("prefill")
-            if begun and (response.choices[0].message.content or "").startswith(begun * 2):  # seen: written again
-                response.choices[0].message.content = response.choices[0].message.content[len(begun):]
+            start = (force or {}).get("prefill")
+            if start and (response.choices[0].message.content or "").startswith(start * 2):  # seen: written again
+                response.choices[0].message.content = response.choices[0].message.content[len(start):]
             if show_request:
                 show_json("response", body)
             show_reply(response.choices[0].message)
