@@ -72,6 +72,7 @@ _SHELLS = {"sh", "bash", "shell", "console", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _SECTION = re.compile(r"^(?=[ \t]*(?:#|//)[ \t]*(?:[\w-]+/)*[\w-]+\.\w+[ \t]*\n)", re.M)  # a line naming a file
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+_BRACES = re.compile(r"}*")  # stray closing braces after a call in doubled braces
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
 
@@ -160,12 +161,14 @@ def _file_blocks(text, current, read=()):
             named = _NAME_COMMENT.match(body)
             paths = [named.group(1)] if named else _named_alone(prose)
             if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
-                paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), body)]
+                paths = [path for path in read
+                         if _definitions(current(path)) and _keeps_definitions(current(path), body)]
                 paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
             if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
                 continue  # no single file named, already written, or cut off mid-block
             path = paths[0]
-            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body[len(named[0]) if named else 0:]:
+            own = body[len(named[0]) if named else 0:]  # (a block that names its own file is a command)
+            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own:
                 continue
             if path.endswith(".py") and not _keeps_definitions(current(path), body):
                 body = path in read and _splice(current(path), body)
@@ -173,6 +176,11 @@ def _file_blocks(text, current, read=()):
                     continue
             found[path] = (start, path, body)
     return list(found.values())
+
+
+def _holds(block, starts) -> bool:
+    """Does this code block hold one of the file blocks that start at `starts`?"""
+    return any(block.start() <= at < block.end() for at in starts)
 
 
 def _named_alone(prose: str) -> list[str]:
@@ -191,7 +199,7 @@ def _command_blocks(text, used):
     found = []
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
-        if language not in _SHELLS or any(block.start() <= at < block.end() for at in used) or not block.group(0).endswith("```"):
+        if language not in _SHELLS or _holds(block, used) or not block.group(0).endswith("```"):
             continue
         lines = body.strip().splitlines()
         if language == "console" or any(line.startswith("$ ") for line in lines):
@@ -213,7 +221,7 @@ def _program(text, used, names):
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        if (language not in _LANGUAGES["py"] or any(block.start() <= at < block.end() for at in used) or not block.group(0).endswith("```")
+        if (language not in _LANGUAGES["py"] or _holds(block, used) or not block.group(0).endswith("```")
                 or any(path.endswith(".py") for path in _FILE_NAME.findall(prose)) or _NAME_COMMENT.match(body)
                 or any(re.search(rf"\b{name}\s*\(", body) for name in names)):
             continue
@@ -334,7 +342,7 @@ def _find_calls(text):
         parsed = _lenient(text, at) if at >= read_up_to and _CALL_START.match(text, at) else None
         # subtle: a tag says "this is a call" by itself (so a stray "}" after it is forgiven), but
         # a value that merely starts a line must also end it: `{...},` is the head of a list in code.
-        end = parsed and parsed[1] + (at > start) * (len(text[parsed[1]:]) - len(text[parsed[1]:].lstrip("}")))
+        end = parsed and (_BRACES.match(text, parsed[1]).end() if at > start else parsed[1])
         if not parsed or (start not in tagged and not _LINE_END.match(text, end)):
             continue
         value, read_up_to = parsed

@@ -176,7 +176,7 @@ def code_of(source: str) -> str | None:
         return None
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body, list) and body and constant(body[0]):
             body.pop(0)
     return ast.dump(tree)
 
@@ -187,17 +187,24 @@ def fills_stubs(target: Path, content: str) -> bool:
     Then writing it unread loses nothing. Seen (implement-function): a right to_roman refused
     because roman.py, a stub, had not been read, and never written again."""
     def stub(node):
-        return all(isinstance(line, ast.Pass) or (isinstance(line, ast.Expr) and isinstance(line.value, ast.Constant))
+        return all(isinstance(line, ast.Pass) or constant(line)
                    or (isinstance(line, ast.Raise) and "NotImplementedError" in ast.unparse(line)) for line in node.body)
+    if target.suffix != ".py":
+        return False
     try:
         old, new = ast.parse(target.read_text(errors="replace")).body, ast.parse(content).body
     except (OSError, SyntaxError, ValueError, RecursionError):
         return False
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     defined = {node.name for node in new if isinstance(node, functions)}
-    return target.suffix == ".py" and any(isinstance(node, functions) for node in old) and all(
-        isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    return any(isinstance(node, functions) for node in old) and all(
+        isinstance(node, (ast.Import, ast.ImportFrom)) or constant(node)
         or (isinstance(node, functions) and node.name in defined and stub(node)) for node in old)
+
+
+def constant(node) -> bool:
+    """Is this statement a bare constant: a docstring, or `...`?"""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
 
 def syntax_error(source: str) -> str | None:
