@@ -82,6 +82,7 @@ CHANGE = re.compile(r"\b(?:add|create|write|fix|rename|implement|change|update|e
                     re.I)
 # A command a task quotes, as in "Run `python test_stats.py` again until it passes".
 COMMAND = re.compile(r"`((?:python3?|sh|bash|pytest|node|make|npm|cargo|go)(?: [^`\n]*)?|\./[^`\n]+)`")
+FILE_NAME = re.compile(r"\b\w[\w./-]*\.\w+")  # a file a task names: `stats.py`, data/x.csv
 # What a task says to leave alone: "Do not edit `test_roman.py`", "do not change `a.py` or `b.py`".
 KEEP = re.compile(r"\bdo not (?:edit|change|modify|touch)\s+((?:`[^`\n]+`(?:,\s*|\s+(?:or|and|nor)\s+)?)+)", re.I)
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block; its body
@@ -356,7 +357,7 @@ def write_next(task: str, settings: Settings, output: str = "") -> str:
         with suppress(OSError, ValueError, Refused):
             return fence(name) is not None and inside(name, settings) not in settings.kept
         return False
-    names = [name for name in dict.fromkeys(re.findall(r"\b\w[\w./-]*\.\w+", COMMAND.sub("", task)))
+    names = [name for name in dict.fromkeys(FILE_NAME.findall(COMMAND.sub("", task)))
              if editable(name)]
     frames = re.findall(r'File "([^"]+)", line \d+', output)[::-1]  # innermost first
     target = next(iter([name for path in frames for name in names if path == name or path.endswith("/" + name)]
@@ -384,7 +385,7 @@ def named_file(task: str, settings: Settings, before: dict) -> str | None:
             return target.is_file() and target not in settings.seen and str(target) in before
         except (OSError, ValueError, Refused):
             return False
-    return next((name for name in re.findall(r"\b\w[\w./-]*\.\w+", task) if unread(name)), None)
+    return next((name for name in FILE_NAME.findall(task) if unread(name)), None)
 
 
 def failed(name: str, result: str) -> bool:

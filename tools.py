@@ -133,20 +133,21 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     target = inside(path, settings)
     if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
         raise Refused(f"{path!r} is not a plain file")
+    old = target.read_text(errors="replace") if target.exists() else None
     if target in settings.kept:  # seen: told not to edit test_roman.py, the model rewrote it
         raise Refused(f"the task says not to edit {path}, so it was left as it was: change other files instead")
-    if target.exists() and target not in settings.seen and not fills_stubs(target, content):
+    if old is not None and target not in settings.seen and not (path.endswith(".py") and fills_stubs(old, content)):
         # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")
     broken = path.endswith(".py") and syntax_error(content)
-    if broken and not (target.exists() and syntax_error(target.read_text(errors="replace"))):
+    if broken and not (old is not None and syntax_error(old)):
         # seen: a model pushed to act wrote "<tool_response>```json ..." over a working greet.py
         raise Refused(f"the new content is not valid Python ({broken}), so {path} was left as it was; "
                       "write the whole file again with the error fixed")
     if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
         return f"{path} already holds exactly this content: nothing changed"  # (seen: a file copied back as it was)
-    same = path.endswith(".py") and target.exists() and code_of(target.read_text(errors="replace")) == code_of(content)
+    same = path.endswith(".py") and old is not None and code_of(old) == code_of(content)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
@@ -181,25 +182,23 @@ def code_of(source: str) -> str | None:
     return ast.dump(tree)
 
 
-def fills_stubs(target: Path, content: str) -> bool:
-    """Is `target` a Python file of nothing but stubs (functions whose body is a docstring, `pass`,
+def fills_stubs(old: str, content: str) -> bool:
+    """Is `old` Python of nothing but stubs (functions whose body is a docstring, `pass`,
     `...` or `raise NotImplementedError`; imports; a docstring), each of which `content` defines?
     Then writing it unread loses nothing. Seen (implement-function): a right to_roman refused
     because roman.py, a stub, had not been read, and never written again."""
     def stub(node):
         return all(isinstance(line, ast.Pass) or constant(line)
                    or (isinstance(line, ast.Raise) and "NotImplementedError" in ast.unparse(line)) for line in node.body)
-    if target.suffix != ".py":
-        return False
     try:
-        old, new = ast.parse(target.read_text(errors="replace")).body, ast.parse(content).body
-    except (OSError, SyntaxError, ValueError, RecursionError):
+        before, after = ast.parse(old).body, ast.parse(content).body
+    except (SyntaxError, ValueError, RecursionError):
         return False
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-    defined = {node.name for node in new if isinstance(node, functions)}
-    return any(isinstance(node, functions) for node in old) and all(
+    defined = {node.name for node in after if isinstance(node, functions)}
+    return any(isinstance(node, functions) for node in before) and all(
         isinstance(node, (ast.Import, ast.ImportFrom)) or constant(node)
-        or (isinstance(node, functions) and node.name in defined and stub(node)) for node in old)
+        or (isinstance(node, functions) and node.name in defined and stub(node)) for node in before)
 
 
 def constant(node) -> bool:
