@@ -5,7 +5,8 @@ tools.run_shell uses four functions:
     subprocess.Popen(wrap(command, workspace), env=environment(), preexec_fn=limit_resources,
                      start_new_session=True, ...)
 
-and asks available() first. Inside the sandbox a command sees:
+and asks available() first; probe() says why not, in one line (the agent at start-up and
+scripts/setup ask it). Inside the sandbox a command sees:
 
 - /usr, /etc and the prefix of the Python running tooloop, read-only. Entries of /etc that
   other users may not read (/etc/shadow, private keys) are hidden: root keeps owner rights
@@ -66,7 +67,22 @@ BASIC = ("--unshare-all",)
 
 def available() -> bool:
     """True if bwrap is installed and a sandboxed `true` really runs here (probed once)."""
-    return _bwrap() is not None
+    return probe() is None
+
+
+def probe() -> str | None:
+    """None if the sandbox really works here, else one short line saying why.
+
+    Being on PATH is not enough: bwrap can be installed and still fail, most often because
+    the kernel or a container forbids unprivileged user namespaces. So this runs `true`
+    through the very argv wrap() builds, with a 10 s timeout, once per process (cached in
+    _bwrap; tests call _bwrap.cache_clear()). For example, without bubblewrap:
+
+        >>> probe()
+        'bwrap not found on PATH'
+    """
+    found = _bwrap()
+    return found if isinstance(found, str) else None
 
 
 def wrap(command: str, workspace: Path) -> list[str]:
@@ -77,8 +93,8 @@ def wrap(command: str, workspace: Path) -> list[str]:
      --ro-bind /home/me/app/.git /home/me/app/.git, --chdir /home/me/app, --, /bin/sh, -c, ls]
     """
     found = _bwrap()
-    if found is None:
-        raise RuntimeError("bubblewrap (bwrap) is not installed or does not work here")
+    if isinstance(found, str):
+        raise RuntimeError(f"no sandbox: {found}")
     return _argv(*found, command, Path(workspace))
 
 
@@ -167,11 +183,12 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
 
 
 @functools.cache
-def _bwrap() -> tuple[str, tuple[str, ...]] | None:
-    """bwrap's path and the strongest namespace flags that really work on this machine."""
+def _bwrap() -> tuple[str, tuple[str, ...]] | str:
+    """bwrap's path and the strongest namespace flags that really work here, else why none do."""
     path = shutil.which("bwrap")
     if path is None:
-        return None
+        return "bwrap not found on PATH"
+    why = ""
     with tempfile.TemporaryDirectory() as ws:
         for namespaces in (STRONG, BASIC):  # old bwrap, or no user namespaces: fall back
             try:
@@ -183,11 +200,18 @@ def _bwrap() -> tuple[str, tuple[str, ...]] | None:
                     capture_output=True,
                     timeout=10,
                 )
-            except (OSError, subprocess.SubprocessError):
+            except subprocess.TimeoutExpired:
+                why = "a sandboxed `true` did not finish in 10 s"
+                continue
+            except (OSError, subprocess.SubprocessError) as error:
+                why = str(error)
                 continue
             if probe.returncode == 0:
                 return path, namespaces
-    return None
+            # the last attempt's reason is kept: BASIC needs the least, so it says the most
+            lines = probe.stderr.decode(errors="replace").strip().splitlines()
+            why = lines[0].strip() if lines else f"exit code {probe.returncode}, no message"
+    return f"bwrap fails here: {why}"
 
 
 @functools.cache

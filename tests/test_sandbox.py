@@ -463,6 +463,37 @@ def test_unavailable_without_bwrap(tmp_path):
     assert r.stdout.split() == ["False", "refused"], r.stderr
 
 
+@pytest.fixture
+def fresh_probe():
+    """Forget the cached probe before and after, so no test sees another's bwrap."""
+    sandbox._bwrap.cache_clear()
+    yield sandbox.probe
+    sandbox._bwrap.cache_clear()
+
+
+def test_probe_says_the_real_bwrap_works(fresh_probe):
+    assert fresh_probe() is None
+    assert sandbox.available()
+
+
+def test_probe_says_why_when_bwrap_is_missing(fresh_probe, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap on PATH
+    assert fresh_probe() == "bwrap not found on PATH"
+    assert not sandbox.available()
+
+
+def test_probe_runs_bwrap_and_reports_its_first_error_line(fresh_probe, tmp_path, monkeypatch):
+    # installed, but failing as it does where user namespaces are off: on PATH is not enough
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                    "echo 'second line' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert fresh_probe() == "bwrap fails here: bwrap: No permissions to create new namespace"
+    with pytest.raises(RuntimeError, match="no sandbox: bwrap fails here"):
+        sandbox.wrap("true", tmp_path)
+
+
 def test_cgroups_are_removed_at_exit(tmp_path):
     # the last command leaves a background job that is still dying when Python exits
     script = ("import pathlib, subprocess, sandbox\n"
