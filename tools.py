@@ -13,7 +13,6 @@ Left out on purpose: edit/patch/search tools (the shell has grep and sed), globb
 and any tool state kept between calls (each shell command is its own process).
 """
 
-import ast
 import json
 import os
 import shlex
@@ -86,8 +85,21 @@ class Settings:
     sandbox: bool = True  # False only with --unsafe-no-sandbox
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
-    seen: set[Path] = field(default_factory=set)  # files read or written in this run
-    kept: set[Path] = field(default_factory=set)  # files the task says not to edit
+    seen: set[Path] = field(default_factory=set)  # files read whole or written in this run
+
+
+@dataclass
+class Result:
+    """What a tool call came back with: the text the model sees, and whether the call worked
+    (for run_shell, whether the command exited 0). Aids read `ok` and `exit_code`, never the text."""
+
+    text: str
+    ok: bool = True
+    exit_code: int | None = None  # run_shell only; None when the command timed out or never ran
+
+
+def error(text: str) -> Result:
+    return Result(f"Error: {text}", ok=False)
 
 
 class Refused(Exception):
@@ -134,20 +146,17 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
         raise Refused(f"{path!r} is not a plain file")
     old = target.read_text(errors="replace") if target.exists() else None
-    if target in settings.kept:  # seen: told not to edit test_roman.py, the model rewrote it
-        raise Refused(f"the task says not to edit {path}, so it was left as it was: change other files instead")
-    if old is not None and target not in settings.seen and not (path.endswith(".py") and fills_stubs(old, content)):
+    if old is not None and target not in settings.seen:
         # a blind overwrite loses what it did not see
         raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
                       "its whole new content")
     broken = path.endswith(".py") and syntax_error(content)
     if broken and not (old is not None and syntax_error(old)):
-        # seen: a model pushed to act wrote "<tool_response>```json ..." over a working greet.py
+        # a small model writes markup or prose over a working file as easily as code
         raise Refused(f"the new content is not valid Python ({broken}), so {path} was left as it was; "
                       "write the whole file again with the error fixed")
     if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
-        return f"{path} already holds exactly this content: nothing changed"  # (seen: a file copied back as it was)
-    same = path.endswith(".py") and old is not None and code_of(old) == code_of(content)
+        return f"{path} already holds exactly this content: nothing changed"
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
@@ -164,46 +173,7 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
         raise
     settings.seen.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
-    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}" + (
-        ", but its code is the same as before: only comments, docstrings or blank lines changed" if same else "")
-
-
-def code_of(source: str) -> str | None:
-    """What a Python module does, without its comments, docstrings and layout (None if it does
-    not parse). Seen: asked to add --shout, the 1.5B model wrote greet.py back without its docstring."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and constant(body[0]):
-            body.pop(0)
-    return ast.dump(tree)
-
-
-def fills_stubs(old: str, content: str) -> bool:
-    """Is `old` Python of nothing but stubs (functions whose body is a docstring, `pass`,
-    `...` or `raise NotImplementedError`; imports; a docstring), each of which `content` defines?
-    Then writing it unread loses nothing. Seen (implement-function): a right to_roman refused
-    because roman.py, a stub, had not been read, and never written again."""
-    def stub(node):
-        return all(isinstance(line, ast.Pass) or constant(line)
-                   or (isinstance(line, ast.Raise) and "NotImplementedError" in ast.unparse(line)) for line in node.body)
-    try:
-        before, after = ast.parse(old).body, ast.parse(content).body
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-    defined = {node.name for node in after if isinstance(node, functions)}
-    return any(isinstance(node, functions) for node in before) and all(
-        isinstance(node, (ast.Import, ast.ImportFrom)) or constant(node)
-        or (isinstance(node, functions) and node.name in defined and stub(node)) for node in before)
-
-
-def constant(node) -> bool:
-    """Is this statement a bare constant: a docstring, or `...`?"""
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
 
 
 def syntax_error(source: str) -> str | None:
@@ -217,7 +187,7 @@ def syntax_error(source: str) -> str | None:
     return None
 
 
-def run_shell(command: str, *, settings: Settings) -> str:
+def run_shell(command: str, *, settings: Settings) -> Result:
     cwd = settings.workspace.resolve()
     if settings.sandbox:
         argv, limit = sandbox.wrap(command, cwd), sandbox.limit_resources
@@ -245,7 +215,8 @@ def run_shell(command: str, *, settings: Settings) -> str:
     for name, data in (("stdout", out), ("stderr", err)):
         if data:
             parts.append(f"--- {name} ---\n{data}")
-    return "\n".join(parts)
+    return Result("\n".join(parts), ok=proc.returncode == 0 and not timed_out,
+                  exit_code=None if timed_out else proc.returncode)
 
 
 def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
@@ -347,27 +318,29 @@ def permission(name: str, args: dict, settings: Settings) -> str | None:
     return None
 
 
-def dispatch(name: str, arguments: str, settings: Settings) -> str:
-    """Validate, check permission, run. Every failure is returned as an 'Error: ...' string."""
+def dispatch(name: str, arguments: str, settings: Settings) -> Result:
+    """Validate, check permission, run. Every failure comes back as a Result whose text starts
+    with 'Error:', for the model to read and act on; nothing raises into the loop."""
     if name not in IMPLEMENTATIONS:
-        return f"Error: unknown tool {name!r}; the tools are {', '.join(IMPLEMENTATIONS)}"
+        return error(f"unknown tool {name!r}; the tools are {', '.join(IMPLEMENTATIONS)}")
     try:
         args = json.loads(arguments or "{}")
-    except json.JSONDecodeError as error:
-        return f"Error: the arguments are not valid JSON ({error})"
+    except (json.JSONDecodeError, TypeError) as problem:
+        return error(f"the arguments are not valid JSON ({problem})")
     if not isinstance(args, dict):
-        return "Error: the arguments must be a JSON object"
+        return error("the arguments must be a JSON object")
     problem = validate(name, args)
     if problem:
-        return f"Error: {problem}"
+        return error(problem)
     refusal = permission(name, args, settings)
     if refusal:
-        return f"Error: permission denied: {refusal}"
+        return error(f"permission denied: {refusal}")
     try:
         result = IMPLEMENTATIONS[name](**args, settings=settings)
-    except Exception as error:  # the model sees what went wrong and can try something else
-        result = f"Error: {type(error).__name__}: {error}"
-    return redact(result, settings.secrets)
+    except Exception as problem:  # the model sees what went wrong and can try something else
+        result = error(f"{type(problem).__name__}: {problem}")
+    result = result if isinstance(result, Result) else Result(result)
+    return Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
 
 
 def redact(text: str, secrets: list[str]) -> str:
