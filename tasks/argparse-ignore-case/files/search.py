@@ -1,0 +1,13 @@
+"""Print the lines of FILE that contain PATTERN, each with its line number."""
+
+import argparse
+
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument("pattern")
+parser.add_argument("file")
+args = parser.parse_args()
+
+with open(args.file) as f:
+    for number, line in enumerate(f, 1):
+        if args.pattern in line:
+            print(f"{number}: {line.rstrip()}")

@@ -1,0 +1,12 @@
+"""Turn titles into URL slugs."""
+
+import re
+
+
+def slugify(title: str) -> str:
+    """Lower-case the title and join its runs of letters and digits with single hyphens.
+
+    Everything that is not an ASCII letter or digit separates words; the slug never starts or
+    ends with a hyphen. 'Hello, World!' -> 'hello-world'
+    """
+    return "-".join(re.findall(r"[a-z0-9]+", title.lower()))
