@@ -1,6 +1,6 @@
 """tooloop: a coding agent that is one readable loop.
 
-    python agent.py "Write fizzbuzz.py and run it for 1..20"
+    python agent.py "Write primes.py that prints the primes below 50, and run it"
 
 `run` is the whole agent: send the conversation and the tool schemas to an OpenAI-compatible
 endpoint, append the reply as it came back, run each tool call it asks for through

@@ -23,7 +23,7 @@ Recovered, for the tool names the caller passes in only:
     read_file({'path': 'sales.csv'})    read_file(path="sales.csv")    read_file("sales.csv")
         Python calls, in a ```python (or plain) block or on a line of their own, when that block
         or line holds nothing but tool calls with literal arguments; seen from the 1.5B model
-        four times in a row in csv-total
+        several times in a row
 
 JSON is read leniently where the intent is plain: raw newlines in strings, trailing commas, `\\'`
 (a quote, as Python reads it), Python literals ('single quotes', True, None), triple-quoted
@@ -136,10 +136,10 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
 
     Small models write code far better in a ```python block than inside a JSON string. A block
     counts as the whole new content of PATH when its language fits PATH's type and either its
-    first line is a comment naming PATH (`# fizzbuzz.py`) or the prose since the previous block
+    first line is a comment naming PATH (`# app.py`) or the prose since the previous block
     names PATH and no other file, or nothing names a file and the block is a ```python block that
     keeps every top-level def and class of exactly one file in `read` (the .py files the run has
-    read or written; seen: asked again for the change, the 1.5B model answered with the new greet.py alone,
+    read or written; small models asked again for a change often answer with the new file alone,
     unnamed). Only the first block per file counts (later ones are usually
     the command that runs it), a block that mentions its own file's name is a command, Python
     must parse, and a block that would drop a top-level def or class the file has now is a
@@ -155,7 +155,7 @@ def _file_blocks(text, current, read=()):
     for block in _FENCE.finditer(text):
         language, whole = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        # several files in one block, each under a comment naming it (seen: # roman.py, # test_roman.py)
+        # several files in one block, each under a comment naming it (# app.py, then # test_app.py)
         sections = [part for part in _SECTION.split(whole) if part] if _NAME_COMMENT.match(whole) else [whole]
         for body, start in zip(sections, itertools.accumulate([block.start()] + [len(part) for part in sections])):
             named = _NAME_COMMENT.match(body)
@@ -215,8 +215,8 @@ def _program(text, used, names):
     program when it is complete, parses, does something at the top level (not only def, class,
     import and assignments), is no file's content (`used`), calls no tool as a function, and
     neither the prose before it nor a comment on its first line names a file (then it is that
-    file's code, or a snippet of it; seen: "# stats.py" over made-up code that printed "all
-    tests passed", run as a program, and the model took that as the check)."""
+    file's code, or a snippet of it: made-up code under "# app.py" that prints "all tests
+    passed", run as a program, would pass for the check)."""
     cells, start, prose_start = [], None, 0
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
@@ -242,8 +242,8 @@ def _program(text, used, names):
 def _splice(old: str | None, snippet: str) -> str | None:
     """`old` with the top-level functions and classes that `snippet` redefines replaced by the
     snippet's versions, when the snippet holds nothing else (imports `old` has are allowed) and
-    `old` defines every one of them; else None. Seen (fix-bug): "The corrected code is:" and a
-    right `median`, alone, for a stats.py that also holds `mean`."""
+    `old` defines every one of them; else None. Small models often answer "The corrected code is:"
+    and the one function they fixed, alone, for a file that holds others too."""
     try:
         old_nodes, new_nodes = ast.parse(old or "").body, ast.parse(snippet).body
     except (SyntaxError, ValueError, RecursionError):
@@ -334,7 +334,7 @@ def _find_calls(text):
         else:
             code.append(range(m.start(), m.end()))
     starts |= {m.start() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)
-               or text.startswith("{{", m.start())}  # (no code has a dict in a set: fix-bug, in a ```python block)
+               or text.startswith("{{", m.start())}  # (no code has a dict in a set)
 
     read_up_to = 0
     for start in sorted(starts):
@@ -464,7 +464,7 @@ def _raw_triple_quotes(source: str) -> str:
     that code must stay two characters, not become a line break that breaks the file. And it
     means it as code: the indentation it gave the whole block to line it up with the JSON around
     it, and the line break right after the opening quotes, are not part of the file (seen:
-    fizzbuzz.py written with every line indented, an IndentationError)."""
+    a file written with every line indented, an IndentationError)."""
     out, i = [], 0
     while (opening := _TRIPLE.search(source, i)) and (end := source.find(opening[0], opening.end())) >= 0:
         body = textwrap.dedent(source[opening.end():end].removeprefix("\n"))
