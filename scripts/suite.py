@@ -2,9 +2,10 @@
 """Run the agent on the public task suite (tasks/) against a live server and print one table.
 
     python scripts/suite.py                          # every task, server from OPENAI_BASE_URL
+    python scripts/suite.py --split dev --label base --out runs/   # the dev tasks, into runs/base/
     python scripts/suite.py --only fix-bug --max-turns 10
-    python scripts/suite.py --agent-flag=--no-recover
-    python scripts/suite.py --compare-recovery       # the suite twice: with and without recovery
+    python scripts/suite.py --agent-flag=--plain --label plain --out runs/
+    python scripts/suite.py --report runs/           # one Markdown row per label; no server needed
 
 For each task: copy tasks/NAME/files/ into a fresh workspace, run `python agent.py` there on
 the prompt in tasks/NAME/task.md (a subprocess, with a wall-clock timeout), then run
@@ -12,12 +13,18 @@ tasks/NAME/check.py on the workspace and the agent's final answer: it exits 0 on
 is solved. The check runs code the model wrote, so it runs in the same bubblewrap sandbox as
 the agent's shell when one is available. Turns and tokens come from the last line of the
 agent's JSONL transcript (`--transcript`); "?" when there is none (a run killed at the
-timeout). Each run's workspace, answer, screen log, transcript and check verdict stay in the
---out folder for a post-mortem.
+timeout). Each run's workspace, answer, screen log, transcript and check verdict stay in
+OUT/LABEL/TASK/ for a post-mortem, with result.json: the verdict, the counts, the agent flags
+and the git commit, written last and atomically. So a suite can run unattended (nohup, progress
+on stderr) and be resumed with the same --out and --label: a task with a result.json is not run
+again, a task folder without one (an interrupted run) is cleared and run again.
 
-Exit codes: 0 the suite ran (whatever the solve rate), 1 the server is unreachable, 2 usage.
-Left out on purpose: running tasks in parallel (a small local server does one request well at
-a time), retries, and any score finer than solved / not solved.
+tasks/split.json splits the tasks into `dev`, to tune on, and `holdout`, run only to report
+(tasks/README.md). --split picks one; --only picks tasks by name whatever their split.
+
+Exit codes: 0 the suite ran (whatever the solve rate) or the report was printed, 1 the server is
+unreachable, 2 usage. Left out on purpose: running tasks in parallel (a small local server does
+one request well at a time), retries, and any score finer than solved / not solved.
 """
 
 import argparse
@@ -44,16 +51,42 @@ sys.path.insert(0, str(ROOT))
 import sandbox  # noqa: E402
 
 CHECK_TIMEOUT = 120  # seconds; a check runs a few small scripts
+SPLITS = ("dev", "holdout")
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)  # tables, on stdout
-log = Console(stderr=True, highlight=False, soft_wrap=True)  # progress, on stderr
+log = Console(stderr=True, highlight=False, soft_wrap=True)  # progress, on stderr (rich flushes each print)
 
 
 def task_names() -> list[str]:
     return sorted(p.name for p in TASKS.iterdir() if (p / "task.md").is_file())
 
 
+def splits() -> dict[str, str]:
+    """Each task's split from tasks/split.json: {"fix-bug": "dev", ...}."""
+    lists = json.loads((TASKS / "split.json").read_text())
+    return {name: split for split in SPLITS for name in lists[split]}
+
+
+def chosen(args) -> list[str]:
+    """The tasks to run: --only's names, else every task in --split (all: every task)."""
+    if args.only:
+        return args.only
+    of = splits()
+    return [name for name in task_names() if args.split == "all" or of.get(name) == args.split]
+
+
+def commit() -> str:
+    """The code that runs: `git rev-parse --short HEAD`, plus "+dirty" when tracked files differ from it."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        return (head or "unknown") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except OSError:
+        return "unknown"
+
+
 def run_task(name: str, args, flags: list[str], run_dir: Path) -> dict:
-    """One task in a fresh workspace: the agent, then the check. Returns one row of the table."""
+    """One task in a fresh workspace: the agent, then the check. Returns its result (result.json)."""
     task = TASKS / name
     workspace = run_dir / "workspace"
     if (task / "files").is_dir():
@@ -76,7 +109,10 @@ def run_task(name: str, args, flags: list[str], run_dir: Path) -> dict:
     seconds = time.monotonic() - started
     solved, why = check(task, run_dir)
     (run_dir / "check.txt").write_text(f"solved: {solved}\n{why}\n")
-    return {**totals(transcript), "task": name, "solved": solved, "why": why, "exit": code, "seconds": seconds}
+    return {"task": name, "split": splits().get(name, "none"), "label": args.label, "solved": solved, "why": why,
+            "exit": code, "seconds": round(seconds, 1), **totals(transcript), "model": args.model,
+            "max_turns": args.max_turns, "timeout": args.timeout, "agent_flags": flags, "commit": args.commit,
+            "timestamp": datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
 def check(task: Path, run_dir: Path) -> tuple[bool, str]:
@@ -98,17 +134,37 @@ def check(task: Path, run_dir: Path) -> tuple[bool, str]:
 
 
 def totals(transcript: Path) -> dict:
-    """The agent's own counts from the transcript's last line, or {} (the cells show "?")."""
+    """The agent's own counts from the transcript's last line: turns and tokens, None when unknown."""
     try:
         end = json.loads(transcript.read_text().splitlines()[-1])
         numbers = end["totals"] if end.get("event") == "end" else {}
-        return {**numbers, "processed": numbers["prompt_tokens"] - numbers["cached_tokens"]}
+        return {"turns": numbers["turns"],
+                "tokens": {"prompt": numbers["prompt_tokens"], "cached": numbers["cached_tokens"],
+                           "processed": numbers["prompt_tokens"] - numbers["cached_tokens"],
+                           "completion": numbers["completion_tokens"]}}
     except (OSError, IndexError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+        return {"turns": None, "tokens": None}
 
 
-COLUMNS = {"turns": "turns", "seconds": "seconds", "processed": "prompt", "cached_tokens": "cached",
-           "completion_tokens": "generated"}
+def save(path: Path, result: dict) -> None:
+    """Write result.json atomically: a run killed mid-write leaves no half file to resume from."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(result, indent=2) + "\n")
+    os.replace(temporary, path)
+
+
+def load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def counts(r: dict) -> dict:
+    """The numbers of one row of the table, by column header; None when unknown."""
+    tokens = r.get("tokens") or {}
+    return {"turns": r.get("turns"), "seconds": r.get("seconds"), "prompt": tokens.get("processed"),
+            "cached": tokens.get("cached"), "generated": tokens.get("completion")}
 
 
 def rate(rows: list[dict]) -> str:
@@ -116,8 +172,8 @@ def rate(rows: list[dict]) -> str:
     return f"{solved}/{len(rows)} ({100 * solved / max(len(rows), 1):.0f}%)"
 
 
-def total(rows: list[dict], key: str) -> str:
-    values = [r.get(key) for r in rows]
+def total(rows: list[dict], header: str) -> str:
+    values = [counts(r)[header] for r in rows]
     return "?" if None in values else f"{sum(values):.0f}"
 
 
@@ -125,51 +181,110 @@ def table(title: str, rows: list[dict]) -> Table:
     t = Table(title=title, title_justify="left", caption_justify="left",
               caption="seconds: wall clock; prompt: prompt tokens processed (not from the cache)")
     t.add_column("task")
-    for header in ("solved", "exit", *COLUMNS.values()):
+    headers = list(counts({}))
+    for header in ("solved", "exit", *headers):
         t.add_column(header, justify="right")
     for r in rows:
-        cells = [f"{r[k]:.0f}" if isinstance(r.get(k), (int, float)) else "?" for k in COLUMNS]
+        cells = ["?" if v is None else f"{v:.0f}" for v in counts(r).values()]
         t.add_row(r["task"], "yes" if r["solved"] else "no", str(r["exit"]), *cells)
     t.add_section()
-    t.add_row("total", rate(rows), "", *(total(rows, k) for k in COLUMNS))
+    t.add_row("total", rate(rows), "", *(total(rows, h) for h in headers))
     return t
 
 
 def run_suite(label: str, names: list[str], args, flags: list[str]) -> list[dict]:
-    rows = []
+    """Run the tasks into OUT/LABEL/TASK/, skipping those that already have a result.json."""
+    results = []
     for i, name in enumerate(names, 1):
         run_dir = args.out / label / name
+        progress = Text(f"{datetime.now():%H:%M} [{label} {i}/{len(names)}] {name} …")
+        done = load(run_dir / "result.json")
+        if done is not None:
+            log.print(progress.append(f" {'solved' if done['solved'] else 'not solved'} earlier (result.json kept)"))
+            if done.get("agent_flags") != flags:
+                log.print(Text(f"warning: {name} ran with agent flags {done.get('agent_flags')}, not {flags}"),
+                          style="yellow")
+            results.append(done)
+            continue
+        shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted run: start it over
         run_dir.mkdir(parents=True)
-        log.print(Text(f"[{label} {i}/{len(names)}] {name} …"), end=" ")
-        row = run_task(name, args, flags, run_dir)
-        verdict = "solved" if row["solved"] else f"not solved ({row['why']})"
-        log.print(Text(f"{verdict} · exit {row['exit']} · {row['seconds']:.0f} s"))
-        rows.append(row)
-    return rows
+        log.print(progress, end=" ")
+        result = run_task(name, args, flags, run_dir)
+        save(run_dir / "result.json", result)
+        verdict = "solved" if result["solved"] else f"not solved ({result['why']})"
+        log.print(Text(f"{verdict} · exit {result['exit']} · {result['seconds']:.0f} s"))
+        results.append(result)
+    return results
+
+
+def by_split(results: list[dict]) -> str:
+    """'dev 12/20 · holdout 5/14': the solve rate of each split among these results."""
+    parts = []
+    for split in SPLITS:
+        rows = [r for r in results if r.get("split") == split]
+        if rows:
+            parts.append(f"{split} {sum(r['solved'] for r in rows)}/{len(rows)}")
+    return " · ".join(parts)
+
+
+def report(folder: Path) -> str:
+    """A Markdown table of every OUT/LABEL/TASK/result.json under folder: one row per label.
+
+    A cell reads solved/ran, plus "of N" when fewer than the split's N tasks have a result (a
+    run still going, or one that ran --only some tasks).
+    """
+    labels: dict[str, list[dict]] = {}
+    for path in sorted(folder.glob("*/*/result.json")):
+        result = load(path)
+        if result is not None:
+            labels.setdefault(path.parent.parent.name, []).append(result)
+    size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
+    lines = ["| label | " + " | ".join(SPLITS) + " | commit |", "| --- | " + "--- | " * len(SPLITS) + "--- |"]
+    for label, results in sorted(labels.items()):
+        cells = []
+        for split in SPLITS:
+            rows = [r for r in results if r.get("split") == split]
+            solved = sum(r["solved"] for r in rows)
+            cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else ""))
+        commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
+    return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = {**dotenv_values(ROOT / ".env"), **os.environ}  # flags > environment > .env > defaults
     parser = argparse.ArgumentParser(description="Run the agent on the public task suite and print a table.",
-                                     epilog="exit codes: 0 the suite ran, 1 server unreachable, 2 usage error")
+                                     epilog="exit codes: 0 the suite ran or the report was printed, 1 server unreachable, "
+                                            "2 usage error")
     parser.add_argument("--base-url", default=env.get("OPENAI_BASE_URL") or "http://localhost:8000/v1")
     parser.add_argument("--model", default=env.get("MODEL"), help="default: the first model the server lists")
     parser.add_argument("--max-turns", type=int, default=15, help="passed to the agent (default 15)")
-    parser.add_argument("--timeout", type=float, default=600, help="wall-clock seconds per task (default 600)")
-    parser.add_argument("--only", action="append", choices=task_names(), help="run only this task (repeatable)")
+    parser.add_argument("--timeout", type=float, default=480, help="wall-clock seconds per task (default 480)")
+    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="all",
+                        help="the tasks of this list in tasks/split.json (default all)")
+    parser.add_argument("--only", action="append", choices=task_names(), metavar="TASK",
+                        help="run only this task, whatever its split (repeatable)")
     parser.add_argument("--agent-flag", action="append", default=[], metavar="FLAG",
-                        help="extra agent flag, written --agent-flag=--no-recover (repeatable)")
-    parser.add_argument("--compare-recovery", action="store_true", help="run with and without --no-recover")
-    parser.add_argument("--out", type=Path, help="folder for workspaces and logs (default: new temp folder)")
+                        help="extra agent flag, written --agent-flag=--plain (repeatable)")
+    parser.add_argument("--label", default="run", help="name of this run: results go to OUT/LABEL/ (default run)")
+    parser.add_argument("--out", type=Path, help="folder for results, workspaces and logs; an existing one "
+                                                 "resumes (default: new temp folder)")
+    parser.add_argument("--report", type=Path, metavar="DIR",
+                        help="print the solve rates of every label under DIR as Markdown, and stop")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
-    if args.out and args.out.exists() and any(args.out.iterdir()):
-        parser.error(f"--out {args.out} is not empty")
+    if args.report and not args.report.is_dir():
+        parser.error(f"--report {args.report} is not a folder")
+    if "/" in args.label or args.label in ("", ".", ".."):
+        parser.error(f"--label {args.label!r} must be a plain folder name")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        console.print(Text(report(args.report)), soft_wrap=True)
+        return 0
     request = urllib.request.Request(args.base_url.rstrip("/") + "/models",
                                      headers={"Authorization": f"Bearer {args.api_key}"})
     try:  # one cheap request first, so a missing server is one line, not ten failed tasks
@@ -181,19 +296,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.model = args.model or (listed[0] if listed else "default")
     args.out = (args.out or Path(tempfile.mkdtemp(prefix="tooloop-suite-"))).resolve()
+    args.commit = commit()
     if not sandbox.available():
         log.print("warning: no bubblewrap sandbox here: checks run the model's code unconfined", style="yellow")
-    modes = {"run": args.agent_flag}
-    if args.compare_recovery:
-        modes = {"recovery": args.agent_flag, "no-recover": [*args.agent_flag, "--no-recover"]}
-    header = f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
-    results = {mode: run_suite(mode, args.only or task_names(), args, flags) for mode, flags in modes.items()}
+    header = (f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
+              f" · {args.label} · commit {args.commit}")
+    results = run_suite(args.label, chosen(args), args, args.agent_flag)
     console.print(Text(header))
-    for mode, rows in results.items():
-        console.print(table("" if mode == "run" else mode, rows))
-    if args.compare_recovery:
-        console.print("solve rate: " + " · ".join(f"{mode} {rate(rows)}" for mode, rows in results.items()))
-    log.print(f"workspaces, answers, logs and transcripts: {args.out}")
+    console.print(table("" if args.label == "run" else args.label, results))
+    console.print(Text(f"solve rate by split: {by_split(results)}"))
+    log.print(f"results, workspaces, answers, logs and transcripts: {args.out / args.label}")
     return 0
 
 

@@ -8,10 +8,13 @@ For every task in tasks/, through the runner's own `suite.check` (sandbox includ
 - cheats FAIL: a test file rewritten to always pass, an answer that pastes the whole log, and
   for the injection task a right answer from an agent that also obeyed the planted order.
 
-The runner itself is driven against tests/fake_server.py, a scripted stand-in for the model.
+tasks/split.json puts every task in exactly one of dev and holdout. The runner itself is driven
+against tests/fake_server.py, a scripted stand-in for the model: its table, its result.json
+files, resuming an interrupted --out, and --report (which needs no server at all).
 Left out: solve rates with a real model (that is what scripts/suite.py is for).
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -47,13 +50,29 @@ def reference_answer(task: str) -> str:
     return path.read_text() if path.is_file() else "Done."
 
 
-def test_the_suite_has_ten_complete_tasks():
-    assert len(TASKS) >= 10
+def test_the_suite_has_thirty_two_complete_tasks():
+    assert len(TASKS) >= 32
     for task in TASKS:
         folder = suite.TASKS / task
         assert (folder / "check.py").is_file(), task
         assert (folder / "solution").is_dir() or (folder / "reference_answer.txt").is_file(), task
         assert len((folder / "task.md").read_text()) < 600, f"{task}: keep prompts short for small models"
+
+
+def test_the_split_lists_every_task_exactly_once():
+    lists = json.loads((suite.TASKS / "split.json").read_text())
+    assert sorted(lists) == ["dev", "holdout"]
+    listed = lists["dev"] + lists["holdout"]
+    assert sorted(listed) == TASKS, "every task folder in exactly one list, and nothing else"
+    assert len(lists["dev"]) >= 20 and len(lists["holdout"]) >= 10
+
+
+def test_split_picks_the_tasks_and_only_overrides_it():
+    lists = json.loads((suite.TASKS / "split.json").read_text())
+    assert suite.chosen(suite.parse_args(["--split", "holdout"])) == sorted(lists["holdout"])
+    assert suite.chosen(suite.parse_args(["--split", "dev"])) == sorted(lists["dev"])
+    assert suite.chosen(suite.parse_args([])) == TASKS
+    assert suite.chosen(suite.parse_args(["--split", "dev", "--only", lists["holdout"][0]])) == [lists["holdout"][0]]
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -111,6 +130,69 @@ def test_runner_prints_a_table_against_a_scripted_model(fake, tmp_path):
     assert "north_total.txt holds None" in run.stderr  # the check's reason, on the progress line
     assert all(r["model"] == "scripted" for r in fake.requests)  # the default model: the server's own
     assert (tmp_path / "out" / "run" / "fizzbuzz" / "workspace" / "fizzbuzz.py").read_text() == fizzbuzz
+    result = json.loads((tmp_path / "out" / "run" / "fizzbuzz" / "result.json").read_text())
+    assert {k: result[k] for k in ("task", "split", "label", "solved", "why", "exit", "turns", "agent_flags")} == {
+        "task": "fizzbuzz", "split": "dev", "label": "run", "solved": True, "why": "", "exit": 0, "turns": 3,
+        "agent_flags": []}
+    assert result["tokens"]["completion"] > 0 and result["seconds"] > 0 and result["timestamp"]
+    assert result["commit"].removesuffix("+dirty") == head()
+
+
+def head() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_resumed_run_keeps_finished_tasks_and_redoes_interrupted_ones(fake, tmp_path):
+    fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
+    out = tmp_path / "out"
+    finished, interrupted = out / "base" / "fizzbuzz", out / "base" / "csv-total"
+    (finished / "workspace").mkdir(parents=True)  # no fizzbuzz.py: checked again, it would fail
+    earlier = {"task": "fizzbuzz", "split": "dev", "label": "base", "solved": True, "why": "", "exit": 0,
+               "seconds": 7.0, "turns": 3, "tokens": None, "agent_flags": ["--approval=auto"], "commit": "abc1234"}
+    (finished / "result.json").write_text(json.dumps(earlier))
+    (interrupted / "workspace").mkdir(parents=True)  # killed mid-task: a folder, no result.json
+    (interrupted / "workspace" / "north_total.txt").write_text("3596.41\n")
+    fake.script = [answer("I do not know.")] * 8  # csv-total gives up; fizzbuzz must not ask at all
+    run = subprocess.run([*SUITE, "--base-url", fake.url, "--only", "fizzbuzz", "--only", "csv-total",
+                          "--label", "base", "--agent-flag=--approval=auto", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads((finished / "result.json").read_text()) == earlier
+    assert re.search(r"fizzbuzz\W+yes\W+0\W+3\W+7\W", run.stdout), run.stdout  # its row, from result.json
+    assert "solved earlier" in run.stderr
+    assert fake.requests and all("sales.csv" in json.dumps(r["messages"]) for r in fake.requests)
+    redone = json.loads((interrupted / "result.json").read_text())  # the stale answer was cleared first
+    assert redone["solved"] is False and "north_total.txt holds None" in redone["why"]
+    assert redone["label"] == "base" and redone["agent_flags"] == ["--approval=auto"]
+    assert sorted(p.name for p in interrupted.iterdir()) == ["agent.log", "answer.txt", "check.txt", "result.json",
+                                                             "task", "transcript.jsonl", "workspace"]
+
+
+def write_result(runs: Path, label: str, task: str, split: str, solved: bool, commit: str) -> None:
+    folder = runs / label / task
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({"task": task, "split": split, "solved": solved, "commit": commit}))
+
+
+def test_report_is_one_markdown_row_per_label_without_a_server(tmp_path):
+    lists = json.loads((suite.TASKS / "split.json").read_text())
+    dev, holdout = len(lists["dev"]), len(lists["holdout"])
+    runs = tmp_path / "runs"
+    for i, task in enumerate(lists["dev"]):  # a whole dev run: half solved
+        write_result(runs, "full", task, "dev", i % 2 == 0, "abc1234")
+    for task, solved in zip(lists["dev"][:3], (True, True, False)):  # a run still going, on two commits
+        write_result(runs, "aids", task, "dev", solved, "abc1234")
+    write_result(runs, "aids", lists["holdout"][0], "holdout", True, "def5678+dirty")
+    (runs / "aids" / lists["holdout"][1]).mkdir()  # interrupted: no result.json, not counted
+    run = subprocess.run([*SUITE, "--report", str(runs), "--base-url", "http://127.0.0.1:9/v1"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "| label | dev | holdout | commit |",
+        "| --- | --- | --- | --- |",
+        f"| aids | 2/3 of {dev} | 1/1 of {holdout} | abc1234, def5678+dirty |",
+        f"| full | {(dev + 1) // 2}/{dev} | 0/0 of {holdout} | abc1234 |",
+    ]
 
 
 def test_unreachable_server_is_one_line_and_exit_1(tmp_path):
