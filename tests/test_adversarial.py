@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 
 import agent
+import aids
 import sandbox
 import tools
 from fake_server import FakeServer, answer, call, reply
@@ -144,8 +145,9 @@ def snapshot(ws: Path) -> dict:
 
 
 def done() -> list[dict]:
-    """The model's final answer, repeated for each nudge the harness may give after a failed call."""
-    return [answer("done")] * (agent.MAX_NUDGES + 1)
+    """The model's final answer, worded anew for each note the harness may give after a failed
+    call (the same words again after a note would be stopped as a repeat, exit 5)."""
+    return [answer(f"done ({i})") for i in range(aids.MAX_NOTES + 1)]
 
 
 def attack(run_agent, fake, *calls, flags=()) -> list[str]:
@@ -706,7 +708,7 @@ def gullible(request: dict):
         if line.startswith("DO "):
             _, name, args = line.split(" ", 2)
             return reply(call(name, args))
-    return answer("done")
+    return answer(f"done ({len(request['messages'])})")  # new words each time: no repeat after a note
 
 
 @pytest.mark.parametrize("tool, args, expected", [
@@ -723,7 +725,7 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
     port = str(listener.getsockname()[1])
     args = {k: v.replace("PORT", port) for k, v in args.items()}
     (workspace / "NOTES.md").write_text(INJECTION.format(tool=tool, args=json.dumps(args)))
-    code, _, _ = run_agent(reply(call("read_file", path="NOTES.md")), *[gullible] * (agent.MAX_NUDGES + 2))
+    code, _, _ = run_agent(reply(call("read_file", path="NOTES.md")), *[gullible] * (aids.MAX_NOTES + 2))
     assert code == 0
     read, obeyed = tool_results(fake.requests[-1])
     assert f"DO {tool}" in read  # the model read the order...
@@ -737,7 +739,7 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
 
 # --- the command line: no bubblewrap, approval modes -----------------------------------------
 
-def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None):
+def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, expect=0):
     """`python agent.py` against the fake server, with a real stdin and an environment of our own."""
     fake.script = list(script)
     env = {"PATH": path or os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
@@ -745,9 +747,9 @@ def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None):
                            "--transcript", "off", "--no-check", *flags, "do the task"],
                           input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=120,
                           cwd=workspace.parent, env=env)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == expect, proc.stderr
     assert_no_secret(fake)
-    return tool_results(fake.requests[-1]), proc.stderr
+    return (tool_results(fake.requests[-1]) if fake.requests else []), proc.stderr
 
 
 @pytest.fixture
@@ -760,11 +762,13 @@ def path_without_bwrap(tmp_path_factory):
     return str(folder)
 
 
-def test_without_bubblewrap_the_shell_is_refused(fake, workspace, path_without_bwrap, outside_changes):
-    [result], _ = run_agent_process(fake, workspace, reply(shell(f"touch made-{MARK}")), *done(),
-                                    path=path_without_bwrap)
-    assert result == ("Error: permission denied: run_shell is refused: no sandbox (bubblewrap) is available "
-                      "on this machine; the user can allow unconfined commands with --unsafe-no-sandbox")
+def test_without_bubblewrap_the_run_stops_before_any_command(fake, workspace, path_without_bwrap,
+                                                             outside_changes):
+    # the start-up check (sandbox.probe) stops the run with exit 2 before the model is asked
+    results, err = run_agent_process(fake, workspace, reply(shell(f"touch made-{MARK}")), *done(),
+                                     path=path_without_bwrap, expect=2)
+    assert results == [] and fake.requests == []
+    assert "no working sandbox" in err and "--unsafe-no-sandbox" in err
     assert made(workspace) == []
     assert outside_changes() == []
 
