@@ -1,10 +1,11 @@
-"""The lesson's check, on tooloop's real loop and dispatcher: 3,000 seeded random plans.
+"""The lesson's check, on tooloop's real loop and dispatcher: 3,000 seeded random plans, twice.
 
 A scripted model follows a fixed plan of calls (valid ones, unknown tools, refused ones and
-malformed arguments) and then answers, under a random turn cap. For each plan, a brute-force
-reading of the plan alone predicts the number of model calls, whether an answer arrives (or the
-repeat guard stops the run), which calls ran (seen through their effects on disk), and whether
-each call got a real result or an error back.
+malformed arguments) and then answers "done", under a random turn cap. For each plan, a
+brute-force reading of the plan alone predicts the number of model calls, the exit code and the
+answer, which calls ran (seen through their effects on disk), and whether each call got a real
+result or an error back. It is run twice: with `--plain` (no aid: the article's loop and the
+lesson's rules) and with every aid on, whose rules the reading spells out from aids.py.
 """
 
 import json
@@ -14,13 +15,14 @@ import random
 import pytest
 
 import agent
+import aids
 import tools
 from fake_server import answer, call, reply
 
-TASK = "Update the notes."  # a change (so the notes for one apply), naming no file
-# kind -> (tool name, arguments as sent, does it run?)
+TASK = "Update the notes."
 PLANS = int(os.environ.get("TOOLOOP_PLANS", 3000))  # fewer for a quick local run
 
+# kind -> (tool name, arguments as sent, is it a valid call that runs?)
 KINDS = {
     "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": str(k)}, True),
     "shell": lambda k: ("run_shell", {"command": f"echo {k} >> shell.log"}, True),
@@ -34,31 +36,60 @@ KINDS = {
 }
 
 
-def brute_force(plan, cap):
-    """What must happen, read off the plan alone: (model calls, exit code, [(step, tool) that
-    ran], [did step i run, for each step that got a result]). The rules: at most `cap` model
-    calls; a valid call runs unless it is the 3rd identical call in a row; a 4th stops (exit 5); the
-    task asks for a change, so the model's answer is refused MAX_NUDGES times before it counts
-    when no file has changed or the last call failed, and once after a write with no shell
-    command since."""
-    ran, results, last, streak = [], [], None, 0
+def plain_reading(plan, cap):
+    """--plain: each call runs if it is valid, else gets an error result; the answer ends the
+    run (exit 0); the cap ends it with exit 3. Returns (model calls, exit code, answer, [(step,
+    tool) that ran], [did step i run, for each step that got a result])."""
+    steps = plan[:cap]
+    results = [valid for _, _, valid in steps]
+    ran = [(k, name) for k, (name, _, valid) in enumerate(steps) if valid]
+    if len(plan) + 1 > cap:
+        return cap, 3, "", ran, results
+    return len(plan) + 1, 0, "done", ran, results
+
+
+def aided_reading(plan, cap):
+    """Every aid on, read off aids.py for this model (one structured call a reply, then "done"
+    every time; no code files, tracebacks or orders in the data, so `begin`, `injection` and
+    `recover` never act):
+
+    repeats: a call identical to the two before it is not run (an error result); a 4th identical
+      call in a row ends the run after that turn with exit 5 and no answer. (The plan makes
+      identical calls only of reads and invalid calls, so whether that 4th runs leaves no trace.)
+    nudge: the first "done" gets a note when no tool was called at all ("no_tool", once), when
+      the last call failed ("failed", at most 2), or when a file was written and no good shell
+      command ran since ("unchecked", once); else it is the answer (exit 0).
+    repeats: the second "done" is the same reply after a note. After "no_tool" or "unchecked" it
+      is no longer unfinished, so it is the answer (exit 0); after "failed" the last call still
+      failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
+      the reply as its text). MAX_NOTES is never reached here.
+    The cap ends the run with exit 3 wherever it falls."""
+    ran, results, tried, last, streak = [], [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
         key = (name, json.dumps(args, sort_keys=True) if isinstance(args, dict) else args)
         streak, last = (streak + 1 if key == last else 1), key
-        if streak > 3:
-            return turn, 5, ran, results
-        runs = valid and streak < 3
+        if streak > aids.MAX_REPEATS:
+            return turn, 5, "", ran, results
+        runs = valid and streak < aids.MAX_REPEATS
         results.append(runs)
+        tried.append((name, runs))
         if runs:
             ran.append((turn - 1, name))
-    # an answer with no file changed, or right after a failed call, is nudged MAX_NUDGES times
-    # before it is taken; else an answer with a file written and no shell command run since, once
-    writes = [step for step, name in ran if name == "write_file"]
-    untested = writes and not any(name == "run_shell" and step > writes[-1] for step, name in ran)
-    unchanged = not any(name in ("write_file", "run_shell") for _, name in ran)
-    nudges = agent.MAX_NUDGES if unchanged or (results and not results[-1]) else 1 if untested else 0
-    calls = len(plan) + 1 + nudges
-    return min(calls, cap), (0 if calls <= cap else 3), ran, results
+    if len(plan) + 1 > cap:
+        return cap, 3, "", ran, results
+    writes = [i for i, (name, ok) in enumerate(tried) if name == "write_file" and ok]
+    checked = writes and any(name == "run_shell" and ok for name, ok in tried[writes[-1]:])
+    if not tried:
+        note = "no_tool"
+    elif not tried[-1][1]:
+        note = "failed"
+    elif writes and not checked:
+        note = "unchecked"
+    else:
+        return len(plan) + 1, 0, "done", ran, results
+    if len(plan) + 2 > cap:
+        return cap, 3, "", ran, results
+    return len(plan) + 2, (5 if note == "failed" else 0), "done", ran, results
 
 
 def scripted(plan):
@@ -80,9 +111,14 @@ def shared_fake():
     server.close()
 
 
-def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", ["plain", "aids"])
+def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, monkeypatch, mode):
     monkeypatch.setattr(agent.console, "quiet", True)
+    monkeypatch.setattr(aids.console, "quiet", True)
+    on, reading = (frozenset(), plain_reading) if mode == "plain" else (frozenset(aids.NAMES), aided_reading)
     rng = random.Random(32)
+    outcomes = set()
+    send = agent.live(shared_fake.url, "local")  # one client (and its connection) for all the plans
     for n in range(PLANS):
         plan = [KINDS[rng.choice(list(KINDS))](k) for k in range(rng.randint(0, 9))]
         cap = rng.randint(1, 8)
@@ -94,13 +130,14 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         settings = tools.Settings(workspace=ws)
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-        ask = agent.caller(agent.live(shared_fake.url, "local"), "fake", totals, cap)
-        code, answer_text = agent.run(TASK, ask, settings, cap)
+        ask = agent.caller(send, "fake", totals, cap)
+        code, answer_text = agent.run(TASK, ask, settings, cap, on)
 
         # brute force: read the plan directly
-        steps, code_expected, ran, results = brute_force(plan, cap)
+        steps, code_expected, answer_expected, ran, results = reading(plan, cap)
+        outcomes.add(code_expected)
         assert len(shared_fake.requests) == steps, n
-        assert (code, answer_text) == (code_expected, "done" if code_expected == 0 else ""), n
+        assert (code, answer_text) == (code_expected, answer_expected), n
         written = sorted(int(p.stem) for p in (ws / "out").glob("*.txt")) if (ws / "out").exists() else []
         assert written == [k for k, name in ran if name == "write_file"], n
         shell_log = (ws / "shell.log").read_text().split() if (ws / "shell.log").exists() else []
@@ -110,3 +147,9 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         seen = [m["content"] for m in shared_fake.requests[-1]["messages"] if m["role"] == "tool"]
         assert [not s.startswith("Error:") for s in seen] == results[:len(seen)], n
         assert all(s == "hello notes" for s, p, runs in zip(seen, plan, results) if p[0] == "read_file" and runs), n
+        # the notes the model got are the ones the reading expects, and only with the aids on
+        notes = [m["content"] for m in shared_fake.requests[-1]["messages"][2:] if m["role"] == "user"]
+        assert all(note.startswith(aids.AGAIN.format(task=TASK)) for note in notes), n
+        assert notes == [] or mode == "aids", n
+    if PLANS >= 1000:  # the plans reach every ending of the mode
+        assert outcomes == ({0, 3} if mode == "plain" else {0, 3, 5}), outcomes
