@@ -48,7 +48,7 @@ def test_turn_cap_and_server_failure_are_recorded_with_their_exit_codes(run_agen
 
 def test_default_transcript_folder_keeps_itself_out_of_git(fake, tmp_path, capsys):
     fake.script = [answer("ok")]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(tmp_path), "hi"]) == 0
+    assert agent.main(["--base-url", fake.url, "--workspace", str(tmp_path), "--plain", "hi"]) == 0
     folder = tmp_path / ".tooloop"
     [log] = folder.glob("*.jsonl")
     assert (folder / ".gitignore").read_text() == "*\n"
