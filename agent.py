@@ -63,6 +63,8 @@ MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a 
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
+CUT = Result("Error: your reply was cut off at the token limit, so this call was not run. Reply again, shorter.",
+             ok=False)
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
@@ -96,9 +98,10 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
                 return verdict, text
             messages.append({"role": "user", "content": verdict})
             continue
+        cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
             show_call(name, arguments)
-            result = aids.instead(name, arguments, state) or dispatch(name, arguments, settings)
+            result = aids.instead(name, arguments, state) or (CUT if cut else dispatch(name, arguments, settings))
             result = aids.after(name, arguments, result, state)  # aid: orders planted in data
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)

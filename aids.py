@@ -73,7 +73,8 @@ def begin(run: Run) -> str:
     file's name and an open code fence), it writes the file: small models write code far better
     in a code block than inside a JSON string. The file is chosen from the run (`to_fix`)."""
     run.first, run.begun = len(run.calls), ""
-    if "begin" in run.on and run.notes and run.notes[-1] == "failed" and (path := to_fix(run)):
+    just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
+    if "begin" in run.on and just_noted and run.notes[-1] == "failed" and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
     return run.begun
@@ -172,7 +173,7 @@ def instead(name: str, arguments: str, run: Run) -> Result | None:
     and the model is told so (OpenHands' stuck detector: the same action and observation again)."""
     if "text-calls" in run.on and any(not result.ok for _, _, result in run.calls[run.first:]):
         return Result(SKIPPED, ok=False)
-    if "repeats" in run.on and repeats(run, name, arguments) + 1 == MAX_REPEATS:
+    if "repeats" in run.on and repeats(run, name, arguments) + 1 >= MAX_REPEATS:
         return Result(REPEATED.format(count=MAX_REPEATS), ok=False)
     return None
 
