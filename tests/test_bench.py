@@ -5,7 +5,7 @@ server rows must say n/a, and the run must still succeed), and once against the 
 llama-server (tests/llama.py), so the server rows are shown measuring real tokens.
 
 Left out on purpose: any assertion on a time or a size (those depend on the machine, and belong
-to the benchmark's own output), and `--suite`, which takes many minutes.
+to the benchmark's own output).
 """
 
 import re
@@ -40,9 +40,6 @@ def bench(tmp_path: Path, *flags: str) -> dict[str, list[str]]:
     return rows
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: scripts/bench shell_cost() asserts result.startswith('exit code: 0') on what tools.dispatch returns, "
-    "which is now a tools.Result (AttributeError); it should check result.ok"))
 def test_short_run_without_a_server_prints_every_local_figure(tmp_path):
     rows = bench(tmp_path)
     assert set(rows) == {*LOCAL_ROWS, *SERVER_ROWS, SANDBOX_ROW}
@@ -57,9 +54,6 @@ def test_short_run_without_a_server_prints_every_local_figure(tmp_path):
     assert "first 10 turns" in rows["harness overhead per turn"][0]  # growth with history is shown
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: scripts/bench shell_cost() asserts result.startswith('exit code: 0') on what tools.dispatch returns, "
-    "which is now a tools.Result (AttributeError); it should check result.ok"))
 def test_short_run_against_a_real_server_counts_its_tokens(tmp_path, llama_server):
     rows = bench(tmp_path, "--base-url", llama_server.url)
     fixed = re.match(r"(\d+) tokens", rows["fixed prompt: system + tool schemas"][0])
