@@ -20,10 +20,7 @@ import urllib.request
 import openai
 import pytest
 
-import agent
 import llama
-import prompts
-import recover
 from llama import ROOT
 from prompts import SYSTEM_PROMPT
 from tools import TOOLS
@@ -109,17 +106,19 @@ def test_append_only_history_reuses_the_prompt_cache(client, llama_server):
     assert cached >= 0.9 * first.usage.prompt_tokens, (cached, first.usage.prompt_tokens)
 
 
-def test_the_forced_reply_to_a_note_is_a_call_the_agent_recovers(client, llama_server):
-    """After a note that ends with a call, the agent sends agent.one_call(note) as response_format:
-    llama-server turns the schema into a grammar, so even the 0.5B model writes that call."""
+def test_a_begun_reply_is_continued_by_the_server(client, llama_server):
+    """aids.begin sends the start of the reply as a last assistant message: llama-server must
+    render it open (no end of turn after it) and reply with its continuation (some versions
+    return the begun text too; aids.recover and aids.review take both)."""
+    begun = "hello.py\n```python\n"
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": "What is in notes.txt?"},
-                {"role": "assistant", "content": "I read notes.txt. It says hello."},
-                {"role": "user", "content": (note := prompts.NO_TOOL + agent.read_next("notes.txt"))}]
-    response = ask(client, llama_server, messages, tools=TOOLS, tool_choice="auto",
-                   response_format=agent.one_call(note), max_completion_tokens=200)
-    calls, _ = recover.recover_all(response.choices[0].message.content, TOOL_NAMES, lambda path: None, set())
-    assert [(name, json.loads(args)) for name, args in calls] == [("read_file", {"path": "notes.txt"})]
+                {"role": "user", "content": "Write hello.py that prints hello."},
+                {"role": "assistant", "content": begun}]
+    assert rendered_prompt(llama_server, messages).endswith(begun)  # the model goes on from there
+    response = ask(client, llama_server, messages, max_completion_tokens=32)
+    text = response.choices[0].message.content or ""
+    whole = text if text.startswith(begun) else begun + text  # as the aids read it
+    assert whole[len(begun):].strip()  # the rest of the file, after the begun start
 
 
 def test_agent_answers_through_a_real_server(llama_server, tmp_path):
@@ -131,7 +130,7 @@ def test_agent_answers_through_a_real_server(llama_server, tmp_path):
     # ending of a one-turn run is fine here: 0 (an answer) or 3 (it called a tool instead).
     result = subprocess.run(
         [sys.executable, str(ROOT / "agent.py"), "--base-url", llama_server.url, "--model", llama_server.model,
-         "--workspace", str(workspace), "--max-turns", "1", "--transcript", str(tmp_path / "run.jsonl"), task],
+         "--workspace", str(workspace), "--max-turns", "1", "--plain", "--transcript", str(tmp_path / "run.jsonl"), task],
         cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
         env={**os.environ, "COLUMNS": "200"})  # rich wraps at 80 columns when not on a terminal
 
