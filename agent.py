@@ -5,18 +5,14 @@
 `run` is the whole agent: send the conversation and the tool schemas to an OpenAI-compatible
 endpoint, append the reply as it came back, run each tool call it asks for through
 `tools.dispatch`, append the result, and repeat until the model answers without a call or the
-turn cap is hit. That is the article's loop, with the lesson's rules: the model only proposes,
-code validates and checks permissions (tools.py), errors go back to the model as values, tool
-output is data, and there is a hard cap.
+turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
+validates and checks permissions; errors go back to the model as values; a hard cap).
+Small local models need more, and that lives in aids.py, which the loop asks at six named
+places; `--plain` switches every aid off, `--no-aid NAME` one of them.
 
-Small local models need more, and that lives in aids.py: a layer of small, general units the
-loop asks at six named places (`aids.begin`, `recover`, `review`, `instead`, `after`, `stuck`).
-`--plain` switches them all off, `--no-aid NAME` one of them.
-
-Everything else here is the model call (`caller`, through the openai client), compaction when
-the context is full (`compact`, the one place history is rewritten), printing, and the command
-line. Printing goes to stderr through rich with markup off for model and tool text (code is full
-of [brackets]); stdout gets only the final answer, so `python agent.py ... > answer.txt` works.
+The rest is the model call (`caller`, through the openai client), compaction when the context
+is full (`compact`, the one place history is rewritten), printing (to stderr, markup off for
+model and tool text; stdout gets only the final answer), and the command line.
 
 Left out on purpose: streaming, running several tool calls at once, a chat REPL, memory between
 runs, and summarising old turns with the model (stubs are cheaper and predictable).
@@ -69,7 +65,7 @@ KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last r
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
 
 
 class Stop(Exception):
@@ -279,14 +275,12 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
             props = json.loads(response.read())
         n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
         tools_ok = props.get("chat_template_caps", {}).get("supports_tool_calls")
-    except urllib.error.HTTPError:
+    except (urllib.error.HTTPError, ValueError, AttributeError):
         return None  # the server is there, but is not llama-server
     except (urllib.error.URLError, OSError) as error:
         raise Stop(1, f"error: cannot reach the model endpoint at {base_url} ({error}). Is the server "
                       "running? Start one with scripts/serve.py, or point --base-url / OPENAI_BASE_URL "
                       "at another.") from None
-    except (ValueError, AttributeError):
-        return None
     if tools_ok is False:
         console.print("warning: the server's chat template does not support tool calls; calls "
                       "will arrive as text (recovered where possible)", style="yellow")
@@ -314,7 +308,7 @@ def note(kind: str, text: str, log=lambda event, **data: None) -> None:
 def show_json(title: str, body: dict) -> None:
     """A request or response body, exactly, highlighted and never re-wrapped (copy-pasteable)."""
     console.rule(title, style="dim")
-    console.print(JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False)))), soft_wrap=True)
+    console.print(JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False)))))
 
 
 def show_reply(message, begun: str = "") -> None:
@@ -334,7 +328,7 @@ def show_call(name: str, arguments: str) -> None:
 
 
 def show_result(result: Result | str) -> None:
-    text = result.text if isinstance(result, Result) else result
+    text = getattr(result, "text", result)
     lines = printable(text).splitlines()
     shown = "\n".join(lines[:SCREEN_LINES])
     if len(lines) > SCREEN_LINES:
@@ -351,7 +345,7 @@ def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int
     parts = [f"turn {turn}/{max_turns}", f"context {prompt}/{n_ctx or '?'}",
              *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None and prompt != "?" else []),
              f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]
-    console.print(" · ".join(parts), style="dim", soft_wrap=True)
+    console.print(" · ".join(parts), style="dim")
 
 
 def show_end(code: int, answer: str) -> None:

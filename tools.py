@@ -1,13 +1,10 @@
 """The three tools the model may call, the schemas it sees, and the one dispatcher.
 
-The model only *proposes* a call. `dispatch` is where the harness decides what actually happens:
-it checks the name, parses and validates the arguments against the schema in `TOOLS`, asks the
-permission check, runs the plain function from `IMPLEMENTATIONS`, and turns every failure into an
-`Error: ...` string that goes back to the model, which can then correct itself. Nothing in here
-raises into the loop.
-
-Tool output is data. It is handed to the model as text and never parsed for instructions, so a
-file that says "ignore your rules" changes nothing about what the harness allows.
+The model only *proposes* a call. `dispatch` decides what actually happens: it checks the name,
+validates the arguments against the schema in `TOOLS`, asks the permission check, runs the plain
+function from `IMPLEMENTATIONS`, and turns every failure into a `Result` whose text starts with
+`Error:`, for the model to correct itself. Nothing in here raises into the loop. Tool output is
+data: never parsed for instructions, so a file that says "ignore your rules" changes nothing.
 
 Left out on purpose: edit/patch/search tools (the shell has grep and sed), globbing, web access,
 and any tool state kept between calls (each shell command is its own process).
