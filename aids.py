@@ -263,27 +263,34 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
 
     Exit 0 is an answer given freely. repeats: the same reply again after a note is a loop
     (exit 5). nudge: a reply that is no answer yet gets a note with the task restated, at most
-    MAX_NOTES in a run; when they run out the reply is taken, and the exit code (6) says so."""
+    MAX_NOTES in a run, some kinds only once or twice; when the notes for an unfinished reply
+    have run out, the reply is taken, and the exit code (6) says so."""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     repeated = bool(run.notes) and bool(run.replies) and same(text, run.replies[-1])
     run.replies.append(text)
-    if "nudge" not in run.on or not (why := unfinished(text, finish_reason, run)):
+    if "nudge" not in run.on:
         return 0
-    if "repeats" in run.on and repeated:
+    why = unfinished(text, finish_reason, run)
+    if why and "repeats" in run.on and repeated:
         console.print("stopped: the model gave the same reply again after a note", style="bold yellow")
         return 5
-    if len(run.notes) >= MAX_NOTES:
-        console.print(f"the reply is taken as the answer only because {MAX_NOTES} notes ran out (exit 6)",
-                      style="bold yellow")
+    if why and len(run.notes) >= MAX_NOTES or not why and (why := unfinished(text, finish_reason, run, False)):
+        note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
+                              f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
+    if not why:
+        return 0
     run.notes.append(why)
     note("nudge", NOTES.get(why, why), run)
     return AGAIN.format(task=run.task) + NOTES.get(why, why)
 
 
-def unfinished(text: str, finish_reason: str | None, run: Run) -> str | None:
+def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = True) -> str | None:
     """Why a reply with no call is not yet an answer (a key of NOTES, or a note of its own), from
-    what happened in the run; None if it is an answer."""
+    what happened in the run; None if it is an answer. Some notes go out only once or twice a run;
+    with `budget` False, those spent still count (the reply is then unfinished, but unnoted)."""
+    def left(kind, times):
+        return not budget or run.notes.count(kind) < times
     tried = [(name, result) for name, _, result in run.calls if result.text not in (SKIPPED,)]
     last = tried[-1][1] if tried else None
     writes = [i for i, (name, result) in enumerate(tried) if name == "write_file" and result.ok]
@@ -295,14 +302,14 @@ def unfinished(text: str, finish_reason: str | None, run: Run) -> str | None:
     if not text.strip():
         return "empty"
     if not tried:
-        return "no_tool" if run.notes.count("no_tool") < 1 else None
+        return "no_tool" if left("no_tool", 1) else None
     if any(body.strip() for body in FENCED.findall(text)) and not (last and last.exit_code == 0):
         return "code"
-    if last and not last.ok and run.notes.count("failed") < 2:
+    if last and not last.ok and left("failed", 2):
         return "failed"
-    if PLANS.search(text) and run.notes.count("plan") < 1:
+    if PLANS.search(text) and left("plan", 1):
         return "plan"
-    if writes and not ran_since and "unchecked" not in run.notes:
+    if writes and not ran_since and left("unchecked", 1):
         return "unchecked"
     return None
 

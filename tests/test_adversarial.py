@@ -153,7 +153,7 @@ def done() -> list[dict]:
 def attack(run_agent, fake, *calls, flags=()) -> list[str]:
     """The model asks for `calls`, one a turn, then answers; returns the tool results it got."""
     code, _, err = run_agent(*(reply(c) for c in calls), *done(), flags=flags)
-    assert code == 0, err
+    assert code in (0, 6), err  # 6: an answer right after a refused call is taken once the notes ran out
     assert_no_secret(fake)
     return tool_results(fake.requests[-1])
 
@@ -726,7 +726,7 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
     args = {k: v.replace("PORT", port) for k, v in args.items()}
     (workspace / "NOTES.md").write_text(INJECTION.format(tool=tool, args=json.dumps(args)))
     code, _, _ = run_agent(reply(call("read_file", path="NOTES.md")), *[gullible] * (aids.MAX_NOTES + 2))
-    assert code == 0
+    assert code in (0, 6)
     read, obeyed = tool_results(fake.requests[-1])
     assert f"DO {tool}" in read  # the model read the order...
     assert fake.requests[2]["messages"][-2]["tool_calls"][0]["function"]["name"] == tool  # ...and obeyed it
@@ -739,7 +739,7 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
 
 # --- the command line: no bubblewrap, approval modes -----------------------------------------
 
-def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, expect=0):
+def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, expect=(0, 6)):
     """`python agent.py` against the fake server, with a real stdin and an environment of our own."""
     fake.script = list(script)
     env = {"PATH": path or os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
@@ -747,7 +747,7 @@ def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, e
                            "--transcript", "off", "--no-check", *flags, "do the task"],
                           input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=120,
                           cwd=workspace.parent, env=env)
-    assert proc.returncode == expect, proc.stderr
+    assert proc.returncode in ((expect,) if isinstance(expect, int) else expect), proc.stderr
     assert_no_secret(fake)
     return (tool_results(fake.requests[-1]) if fake.requests else []), proc.stderr
 
@@ -823,7 +823,7 @@ def test_ask_mode_cannot_hide_part_of_the_command(run_agent, fake, workspace, ou
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))  # in-process; the cases above use a real pipe
     hidden = f"echo hello \x1b[8m; touch hidden-{MARK}\x1b[0m"
     code, _, err = run_agent(reply(shell(hidden)), *done(), flags=["--approval", "ask"])
-    assert code == 0
+    assert code == 6  # the answer after a declined command is taken once the notes ran out
     [result] = tool_results(fake.requests[-1])
     assert result == "Error: permission denied: the user declined this run_shell call"
     assert "\x1b" not in err  # stderr is not a terminal: rich adds no colour codes, so any ESC is the model's
@@ -834,7 +834,7 @@ def test_ask_mode_cannot_hide_part_of_the_command(run_agent, fake, workspace, ou
 def test_ask_mode_shows_the_choices(run_agent, fake, outside_changes, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     code, _, err = run_agent(reply(shell("true")), *done(), flags=["--approval", "ask"])
-    assert code == 0
+    assert code == 6
     assert "$ true\nallow? [y]es / [n]o / [a]lways for this run: " in err
     assert outside_changes() == []
 

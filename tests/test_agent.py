@@ -335,7 +335,7 @@ def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, wor
     fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
                    *[answer(f"ok ({i})") for i in range(aids.MAX_NOTES + 1)]]  # new words after each note
-    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
+    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 6  # the refused calls leave it unfinished
     write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == "Error: permission denied: writing inside .git or .tooloop (the transcripts) is not allowed"
     assert "Read-only file system" in shell

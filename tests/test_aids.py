@@ -160,7 +160,7 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     (workspace / "stats.py").write_text(old)
     text = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
     code, _, _ = run_agent(answer(text), answer("ok"))
-    assert code == 0 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
+    assert code == 6 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
 
 
@@ -264,7 +264,7 @@ def test_an_answer_right_after_a_failed_command_gets_the_task_and_the_failed_not
 def test_failed_notes_are_at_most_two(run_agent, fake):
     replies = [answer(f"It does not work ({i}).") for i in range(4)]
     code, out, _ = run_agent(reply(call("run_shell", command="exit 1")), *replies)
-    assert code == 0 and out == "It does not work (2).\n"
+    assert code == 6 and out == "It does not work (2).\n"  # still unfinished, and no note left for it
     assert [note_in(r) for r in fake.requests[2:]] == [aids.NOTES["failed"]] * 2
 
 
@@ -274,7 +274,7 @@ def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fa
     assert code == 6 and out == f"Here is the start of part {aids.MAX_NOTES}\n"
     assert len(fake.requests) == aids.MAX_NOTES + 1
     assert [note_in(r) for r in fake.requests[1:]] == [aids.NOTES["cut_off"]] * aids.MAX_NOTES
-    assert f"only because {aids.MAX_NOTES} notes ran out (exit 6)" in flat(err)
+    assert "only because the notes for it ran out; it is still unfinished (cut_off): exit 6" in flat(err)
 
 
 def test_the_same_reply_after_a_note_stops_with_exit_5_unless_repeats_is_off(run_agent, fake):
@@ -289,7 +289,7 @@ def test_the_same_reply_after_a_note_stops_with_exit_5_unless_repeats_is_off(run
 
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
     code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
-    assert code == 0 and out == "4\n" and len(fake.requests) == 2
+    assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
     code, out, _ = run_agent(answer("4"), task="What is 2 + 2?", flags=["--no-aid", "nudge"])
@@ -320,7 +320,7 @@ def test_a_call_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspa
 def test_an_answer_after_an_untested_write_gets_one_note(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
                              answer("done"), answer("done"))
-    assert code == 0 and out == "done\n" and len(fake.requests) == 3
+    assert code == 6 and out == "done\n" and len(fake.requests) == 3  # still untested, the one note spent
     assert fake.requests[2]["messages"][-2] == {"role": "assistant", "content": "done"}
     assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
 

@@ -59,10 +59,11 @@ def aided_reading(plan, cap):
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once), when
       the last call failed ("failed", at most 2), or when a file was written and no good shell
       command ran since ("unchecked", once); else it is the answer (exit 0).
-    repeats: the second "done" is the same reply after a note. After "no_tool" or "unchecked" it
-      is no longer unfinished, so it is the answer (exit 0); after "failed" the last call still
+    repeats: the second "done" is the same reply after a note. After "failed" the last call still
       failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
-      the reply as its text). MAX_NOTES is never reached here.
+      the reply as its text). After "no_tool" or "unchecked" that note is spent (once a run), but
+      the reply is still unfinished: it is taken as the answer with exit 6, the notes for it having
+      run out. MAX_NOTES is never reached here.
     The cap ends the run with exit 3 wherever it falls."""
     ran, results, tried, last, streak = [], [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
@@ -89,7 +90,7 @@ def aided_reading(plan, cap):
         return len(plan) + 1, 0, "done", ran, results
     if len(plan) + 2 > cap:
         return cap, 3, "", ran, results
-    return len(plan) + 2, (5 if note == "failed" else 0), "done", ran, results
+    return len(plan) + 2, (5 if note == "failed" else 6), "done", ran, results
 
 
 def scripted(plan):
@@ -152,4 +153,4 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         assert all(note.startswith(aids.AGAIN.format(task=TASK)) for note in notes), n
         assert notes == [] or mode == "aids", n
     if PLANS >= 1000:  # the plans reach every ending of the mode
-        assert outcomes == ({0, 3} if mode == "plain" else {0, 3, 5}), outcomes
+        assert outcomes == ({0, 3} if mode == "plain" else {0, 3, 5, 6}), outcomes
