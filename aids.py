@@ -10,7 +10,8 @@ Each aid answers one failure seen in small models in general, never one task:
 
     text-calls  a call written as text, or a whole file shown as a code block (recover.py reads them)
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
-                only exists in the reply, giving up right after a failure, work never checked
+                only exists in the reply, giving up right after a failure, a change claimed that
+                was never made, work never checked
     begin       after a note about a failure, a reply in prose again instead of the fix: the reply
                 is begun as the file to fix (its name and a code fence) for the model to continue
     repeats     the same call and result over and over, or the same reply again after a note
@@ -25,7 +26,9 @@ with placeholders), summarising with the model, and any rule that names a task.
 """
 
 import json
+import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,6 +56,7 @@ class Run:
     replies: list = field(default_factory=list)  # the text of every reply that had no call
     notes: list = field(default_factory=list)  # the notes sent to the model
     begun: str = ""  # the start this turn's reply was given (see begin)
+    before: dict | None = None  # the workspace's files when the run began (see snapshot)
     first: int = 0  # index in `calls` of this turn's first call
 
 
@@ -68,13 +72,15 @@ def begin(run: Run) -> str:
     """Called before each model call; returns the start of the reply for the model to continue
     ("" for none), which llama-server supports as a final assistant message (prefill).
 
-    Failure answered: after a note that its last command failed, a small model explains in prose
-    what it would change, again and again, instead of changing it. Begun as a file block (the
+    Failure answered: after a note that its last command failed, or that the change it claims was
+    never made, a small model explains in prose what it would change, again and again, instead of
+    changing it. Begun as a file block (the
     file's name and an open code fence), it writes the file: small models write code far better
     in a code block than inside a JSON string. The file is chosen from the run (`to_fix`)."""
     run.first, run.begun = len(run.calls), ""
+    run.before = snapshot(run.settings) if run.before is None else run.before
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
-    if "begin" in run.on and just_noted and run.notes[-1] == "failed" and (path := to_fix(run)):
+    if "begin" in run.on and just_noted and run.notes[-1] in ("failed", "claimed") and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
     return run.begun
@@ -247,6 +253,9 @@ NOTES = {
     "failed": "Your last tool call failed and nothing has worked since. Do not give up or ask the user: "
               "find the cause in its output, fix it (write the file again with the fix), and run it again. "
               "If it truly cannot be done, answer with the reason.",
+    "claimed": "Your answer says you changed files, but no file in the workspace has changed in this run: "
+               "nothing was saved. Read the file if you have not, write its whole new content with write_file "
+               "(or its name on one line and its whole content in a code block), then run it.",
     "plan": "Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
             "step now, with one tool call.",
     "unchecked": "You changed files and have not run anything since, so the change is untested. Run the "
@@ -254,6 +263,12 @@ NOTES = {
 }
 # A reply that is a plan: "I will write the new content", "we need to", "let's".
 PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to|\s+should)\b|\blet's\b", re.I)
+# A reply that says it changed files: "I've updated todo.py", "the file has been fixed".
+CLAIMS = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?(?:updated|changed|added|fixed|"
+                    r"modified|created|written|wrote|implemented|renamed|moved|edited|replaced)\b"
+                    r"|\b(?:has|have) (?:now )?been (?:updated|changed|added|fixed|modified|created|written|"
+                    r"implemented|renamed|moved|edited|replaced)\b", re.I)
+UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache"}  # changes there are no change to the work
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block's body
 
 
@@ -307,11 +322,26 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "code"
     if last and not last.ok and left("failed", 2):
         return "failed"
+    if CLAIMS.search(text) and left("claimed", 2) and run.before is not None and snapshot(run.settings) == run.before:
+        return "claimed"
     if PLANS.search(text) and left("plan", 1):
         return "plan"
     if writes and not ran_since and left("unchecked", 1):
         return "unchecked"
     return None
+
+
+def snapshot(settings: Settings, limit: int = 20_000) -> dict:
+    """Size and modification time of the workspace's files (not in UNWATCHED folders), to tell
+    whether the run changed anything, whichever tool did it."""
+    found = {}
+    for root, folders, names in os.walk(settings.workspace):
+        folders[:] = [folder for folder in folders if folder not in UNWATCHED]
+        for name in names[:limit - len(found)]:
+            with suppress(OSError):
+                info = os.lstat(os.path.join(root, name))
+                found[os.path.join(root, name)] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def quotes_a_result(text: str, run: Run) -> bool:

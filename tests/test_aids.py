@@ -592,3 +592,35 @@ def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_a
     fake.gets.clear()
     code, _, _ = run_agent(answer("ok"), flags=["--plain", "--no-check"])
     assert code == 0 and fake.gets == []
+
+
+# --- nudge: a change claimed that was never made ------------------------------------------------
+
+def test_a_change_claimed_when_no_file_changed_gets_a_note_and_the_file_is_begun(run_agent, fake, workspace):
+    (workspace / "todo.py").write_text("print('todo')\n")
+    code, out, _ = run_agent(reply(call("read_file", path="todo.py")), reply(call("run_shell", command="true")),
+                             answer("I've updated todo.py to take --limit."),
+                             answer("print('todo', 2)\n```\n"), reply(call("run_shell", command="python3 todo.py")),
+                             answer("It prints todo 2."))
+    assert code == 0 and out == "It prints todo 2.\n"
+    assert note_in(fake.requests[3]) == aids.NOTES["claimed"]
+    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "todo.py\n```python\n"}
+    assert (workspace / "todo.py").read_text() == "print('todo', 2)\n"
+
+
+def test_a_change_claimed_after_a_real_change_is_an_answer(run_agent, fake, workspace):
+    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
+                             reply(call("run_shell", command="python3 a.py")), answer("I have created a.py."))
+    assert code == 0 and out == "I have created a.py.\n" and len(fake.requests) == 3
+
+
+def test_a_change_made_by_a_command_counts_as_a_change(run_agent, fake, workspace):
+    (workspace / "a.txt").write_text("old\n")
+    code, _, _ = run_agent(reply(call("run_shell", command="echo new > a.txt")), answer("I've updated a.txt."))
+    assert code == 0 and len(fake.requests) == 2
+
+
+def test_without_nudge_a_claimed_change_is_the_answer(run_agent, fake, workspace):
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer("I've fixed it."),
+                             flags=["--no-aid", "nudge"])
+    assert code == 0 and out == "I've fixed it.\n" and len(fake.requests) == 2
