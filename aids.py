@@ -158,8 +158,9 @@ def parsed(arguments: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-SKIPPED = ("Error: not run, because a call before it in the same reply failed, and this one was "
-           "planned without that result. Read the error above; make this call again if it still makes sense.")
+SKIPPED = ("Error: not run, because it was planned before the result of a call above it in the same reply "
+           "(a file's text, a command's output or an error) was seen. Read that result first; make this call "
+           "again if it still makes sense.")
 
 
 # --- repeats: the same call, or the same reply, again --------------------------------------------
@@ -173,15 +174,28 @@ REPEATED = ("Error: you made this exact call {count} times in a row, so it was n
 def instead(name: str, arguments: str, run: Run) -> Result | None:
     """What a call gets instead of running, or None to run it.
 
-    text-calls: a call after a failed one in the same reply was planned before its result was
-    seen (small models write a file, run it and then "fix" it all in one reply), so it is not run.
+    text-calls: a call planned before a result it needed, in a reply of several calls (small
+    models read a file and "fix" it, or run a failing check and rewrite, in one breath), is not
+    run (see `blind`).
     repeats: the same call a third time in a row gets the same result a third time; it is not run,
     and the model is told so (OpenHands' stuck detector: the same action and observation again)."""
-    if "text-calls" in run.on and any(not result.ok for _, _, result in run.calls[run.first:]):
+    if "text-calls" in run.on and blind(name, run.calls[run.first:]):
         return Result(SKIPPED, ok=False)
     if "repeats" in run.on and repeats(run, name, arguments) + 1 >= MAX_REPEATS:
         return Result(REPEATED.format(count=MAX_REPEATS), ok=False)
     return None
+
+
+def blind(name: str, earlier: list) -> bool:
+    """Was this call planned without a result it needed? `earlier`: this reply's calls before it.
+    A write is, after a file's text, a command's output or a failed write (not after a read that
+    found no file: models look whether a file exists, then create it). A command is, after a
+    failed write or command (a write, then the command that runs it, is the usual pair). Reads
+    always run: they change nothing."""
+    if name == "write_file":
+        return any((tool == "read_file" and result.ok) or tool == "run_shell" or (tool == "write_file" and not result.ok)
+                   for tool, _, result in earlier)
+    return name == "run_shell" and any(tool != "read_file" and not result.ok for tool, _, result in earlier)
 
 
 def repeats(run: Run, name: str, arguments: str) -> int:
@@ -264,10 +278,9 @@ NOTES = {
 # A reply that is a plan: "I will write the new content", "we need to", "let's".
 PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to|\s+should)\b|\blet's\b", re.I)
 # A reply that says it changed files: "I've updated todo.py", "the file has been fixed".
-CLAIMS = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?(?:updated|changed|added|fixed|"
-                    r"modified|created|written|wrote|implemented|renamed|moved|edited|replaced)\b"
-                    r"|\b(?:has|have) (?:now )?been (?:updated|changed|added|fixed|modified|created|written|"
-                    r"implemented|renamed|moved|edited|replaced)\b", re.I)
+CLAIMS = re.compile(r"(?:\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?|\b(?:has|have) (?:now )?been\s+"
+                    r"|\b(?:was|were|is now|are now)\s+(?:successfully\s+)?)(?:updated|changed|added|fixed|modified|"
+                    r"created|written|wrote|implemented|renamed|moved|edited|replaced)\b", re.I)
 UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache"}  # changes there are no change to the work
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block's body
 

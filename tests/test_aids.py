@@ -624,3 +624,37 @@ def test_without_nudge_a_claimed_change_is_the_answer(run_agent, fake, workspace
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer("I've fixed it."),
                              flags=["--no-aid", "nudge"])
     assert code == 0 and out == "I've fixed it.\n" and len(fake.requests) == 2
+
+
+# --- text-calls: calls planned before the results they needed ------------------------------------
+
+def test_a_read_after_a_failed_command_in_the_same_reply_still_runs(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("print(1)\n")
+    run_agent(reply(call("run_shell", command="exit 2"), call("read_file", path="a.py"),
+                    call("write_file", path="a.py", content="print(2)\n"), call("run_shell", command="touch ran")),
+              answer("done (1)"), answer("done (2)"), answer("done (3)"), answer("done (4)"), answer("done (5)"))
+    first = fake.requests[1]["messages"][-4:]
+    assert [m["content"] for m in first][1:] == ["print(1)\n", aids.SKIPPED, aids.SKIPPED]
+    assert (workspace / "a.py").read_text() == "print(1)\n" and not (workspace / "ran").exists()
+
+
+def test_a_write_planned_before_the_file_was_read_is_not_run_but_a_write_then_its_run_are(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("print(1)\n")
+    run_agent(reply(call("read_file", path="a.py"), call("write_file", path="a.py", content="print(3)\n")),
+              reply(call("write_file", path="a.py", content="print(2)\n"), call("run_shell", command="python3 a.py")),
+              answer("It prints 2."))
+    assert fake.requests[1]["messages"][-1]["content"] == aids.SKIPPED
+    assert fake.requests[2]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\n2\n"
+
+
+def test_without_text_calls_every_call_of_a_reply_runs(run_agent, fake, workspace):
+    run_agent(reply(call("run_shell", command="exit 2"), call("run_shell", command="touch ran")), answer("done"),
+              flags=["--no-aid", "text-calls", "--no-aid", "nudge"])
+    assert (workspace / "ran").exists()
+
+
+@pytest.mark.parametrize("text, claims", [("I've updated todo.py.", True), ("The script was updated to take -i.", True),
+                                          ("The file has been fixed.", True), ("It prints 2.", False),
+                                          ("I will update todo.py.", False)])
+def test_what_counts_as_a_claimed_change(text, claims):
+    assert bool(aids.CLAIMS.search(text)) == claims
