@@ -358,7 +358,11 @@ def test_ctrl_c_while_the_command_starts_leaves_nothing_running(workspace, monke
         with pytest.raises(KeyboardInterrupt):
             tools.run_shell("sleep 313", settings=tools.Settings(workspace=workspace))
         monkeypatch.undo()
-        assert subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout == b""
+        for _ in range(50):  # a killed sandbox's PID namespace is torn down by the kernel: give it 5 s
+            if subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout == b"":
+                break
+            time.sleep(0.1)
+        assert subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout == b""  # (it would run 313 s)
     finally:
         monkeypatch.undo()
         subprocess.run(["pkill", "-f", "sleep 313"])

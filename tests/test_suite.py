@@ -125,7 +125,7 @@ def test_runner_prints_a_table_against_a_scripted_model(fake, tmp_path):
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert re.search(r"fizzbuzz\W+yes\W+0\W", run.stdout), run.stdout
-    assert re.search(r"csv-total\W+no\W+0\W", run.stdout), run.stdout
+    assert re.search(r"csv-total\W+no\W+6\W", run.stdout), run.stdout  # 6: it answered without ever using a tool
     assert re.search(r"total\W+1/2 \(50%\)", run.stdout), run.stdout
     assert "north_total.txt holds None" in run.stderr  # the check's reason, on the progress line
     assert all(r["model"] == "scripted" for r in fake.requests)  # the default model: the server's own
