@@ -11,11 +11,13 @@ scripts/setup ask it). Inside the sandbox a command sees:
 - /usr, /etc and the prefix of the Python running tooloop, read-only. Entries of /etc that
   other users may not read (/etc/shadow, private keys) are hidden: root keeps owner rights
   without any capability, so dropping capabilities alone would not hide them.
-- the workspace read-write at its real path, but its .git (and a venv running tooloop, if
-  that is in the workspace) read-only;
+- the workspace read-write at its real path, but the paths there that host tools run or trust
+  (.git, __pycache__, hooks folders, shell rc files: protect.py) and a venv running tooloop, if
+  that is in the workspace, read-only, and .env files empty;
 - a private empty /tmp, which is also $HOME; a fresh, read-only /proc; a minimal /dev;
 - no network but its own loopback, no host process or IPC, no capabilities, no new user
-  namespaces, no terminal (a new session), and an environment of four variables;
+  namespaces, no terminal (a new session), a session keyring of its own (empty), and an
+  environment of five variables;
 - per process: CPU time, 1 GiB of address space, 64 MiB per file, 1024 open files, no core
   dump; for the whole sandbox: 256 tasks and 4 GiB of memory (a cgroup, where we may make
   one: root with a writable cgroup tree), or 256 tasks through RLIMIT_NPROC (other users).
@@ -30,8 +32,11 @@ available() is False, and the caller decides what to do).
 """
 
 import atexit
+import ctypes
+import errno
 import functools
 import os
+import platform
 import resource
 import shutil
 import stat
@@ -40,6 +45,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import protect
 
 MAX_TASKS = 256  # processes and threads in one sandbox
 MAX_MEMORY = 4 << 30  # bytes of RAM for one whole sandbox, its /tmp included (cgroup only)
@@ -57,6 +64,10 @@ CGROUP_LIMITS = {
 }
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219}.get(platform.machine().lower())
+KEYCTL_JOIN_SESSION_KEYRING = 1
+_syscall = ctypes.CDLL(None, use_errno=True).syscall  # loaded now: limit_resources runs after fork
+_syscall.restype = ctypes.c_long
 
 # --unshare-all covers net, pid, ipc, uts, cgroup and (where it can) user. --disable-userns
 # (bwrap >= 0.8) stops the command from making user namespaces of its own, where much of
@@ -112,6 +123,7 @@ def environment() -> dict[str, str]:
         "HOME": "/tmp",  # writable, private, and not the real home with its dotfiles
         "LANG": "C.UTF-8",
         "TERM": "dumb",
+        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ for protect.clean to remove after `python x.py`
     }
 
 
@@ -131,6 +143,22 @@ def limit_resources() -> None:
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)  # never try to raise a limit: only root may
         resource.setrlimit(which, (value, value))
+    join_new_keyring()
+
+
+def join_new_keyring() -> None:
+    """Give the sandbox a new, empty session keyring (a system call; limit_resources calls it).
+
+    bwrap keeps the caller's session keyring, so without this `keyctl print` inside could read
+    the keys the user holds there (tokens, passphrases). If the kernel or a seccomp filter
+    refuses keyctl altogether (ENOSYS, EPERM), the command cannot use it either; any other
+    failure stops the command (Popen raises), rather than run it with the user's keys.
+    """
+    if SYS_KEYCTL is None:  # a machine whose syscall number we do not know: nothing to join with
+        return
+    if _syscall(ctypes.c_long(SYS_KEYCTL), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None) == -1:
+        if ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
+            raise OSError(ctypes.get_errno(), "cannot give the sandbox a session keyring of its own")
 
 
 def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path) -> list[str]:
@@ -162,15 +190,14 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
         argv += ["--ro-bind", path, path]
 
     argv += ["--bind", str(ws), str(ws)]
-    # Inside the workspace, the command must not change the history, the transcripts, nor the
-    # Python that runs tooloop (a venv in the project): the next run would execute what it wrote.
-    inside = [ws / ".git", ws / ".tooloop", *(p for p in map(Path, _interpreter_dirs()) if p.is_relative_to(ws))]
-    for path in inside:
-        # subtle: one the command planted as a symlink (.git -> ../../etc) would make bwrap
-        # mount the unmasked host /etc at the link's target; a real one is a mount point
-        # the command cannot replace, so only real ones are protected (and followed).
-        if path.exists() and not path.is_symlink():
-            argv += ["--ro-bind", str(path), str(path)]
+    # Inside the workspace, the command must not change what host tools run or trust (protect.py),
+    # nor the Python that runs tooloop (a venv in the project): they would execute what it wrote.
+    # Each is a mount point the command cannot replace; secrets are masked after, over all of them.
+    read_only, masked = protect.mounts(ws)
+    for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws))]:
+        argv += ["--ro-bind", path, path]
+    for path in masked:
+        argv += ["--ro-bind", "/dev/null", path]
     # the root itself is bwrap's own tmpfs: make it read-only too, now that all mount points exist
     argv += ["--remount-ro", "/", "--chdir", str(ws), "--"]
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import protect
 import sandbox
 
 READ_CAP = 6_000  # bytes of a file handed to the model: 1,500-3,500 tokens that every later request carries
@@ -83,6 +84,7 @@ class Settings:
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
     seen: set[Path] = field(default_factory=set)  # files read whole or written in this run
+    removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
 
 
 @dataclass
@@ -106,11 +108,14 @@ class Refused(Exception):
 def inside(path: str, settings: Settings) -> Path:
     """Resolve `path` against the workspace, following symlinks, and refuse anything outside."""
     root = settings.workspace.resolve()
-    if "\0" in path:
-        raise Refused("the path contains a NUL byte")
+    if problem := protect.malformed(path):
+        raise Refused(problem)
     # subtle: an absolute `path` replaces `root` in the join, and resolve() follows every symlink
     # and `..`, so one containment test covers all three ways out.
-    target = (root / path).resolve()
+    try:
+        target = (root / path).resolve()
+    except (OSError, RuntimeError) as problem:  # a symlink loop (RuntimeError before Python 3.13)
+        raise Refused(f"{path!r} cannot be resolved ({problem})")
     if target != root and root not in target.parents:
         raise Refused(f"{path!r} is outside the workspace")
     return target
@@ -190,6 +195,7 @@ def run_shell(command: str, *, settings: Settings) -> Result:
         argv, limit = sandbox.wrap(command, cwd), sandbox.limit_resources
     else:
         argv, limit = ["/bin/sh", "-c", command], lambda: None
+    before = protect.scan(cwd) if settings.sandbox else None
 
     def preexec():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -212,6 +218,7 @@ def run_shell(command: str, *, settings: Settings) -> Result:
     for name, data in (("stdout", out), ("stderr", err)):
         if data:
             parts.append(f"--- {name} ---\n{data}")
+    parts += protect.clean(cwd, before, settings.removed, command) if before else []
     return Result("\n".join(parts), ok=proc.returncode == 0 and not timed_out,
                   exit_code=None if timed_out else proc.returncode)
 
@@ -278,7 +285,6 @@ def _now() -> float:
 IMPLEMENTATIONS = {"read_file": read_file, "write_file": write_file, "run_shell": run_shell}
 SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 JSON_TYPES = {"string": str}
-PROTECTED = {".git", ".tooloop"}  # folders in the workspace that write_file may not touch
 
 
 def validate(name: str, args: dict) -> str | None:
@@ -297,14 +303,13 @@ def permission(name: str, args: dict, settings: Settings) -> str | None:
     """The harness's own rules, in code. Returns why a call is refused, or None to allow it."""
     if "path" in args:
         try:
-            inside(args["path"], settings)
+            target = inside(args["path"], settings)
         except Refused as refusal:
             return str(refusal)
+        if why := protect.refusal(name, args["path"], target, settings.workspace.resolve()):
+            return why
     if name == "read_file":
         return None
-    if name == "write_file" and PROTECTED & set(inside(args["path"], settings).relative_to(
-            settings.workspace.resolve()).parts):
-        return "writing inside .git or .tooloop (the transcripts) is not allowed"
     if settings.approval == "read-only":
         return f"{name} is refused: this run is read-only"
     if name == "run_shell" and settings.sandbox and not sandbox.available():
@@ -329,11 +334,9 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
     problem = validate(name, args)
     if problem:
         return error(problem)
-    refusal = permission(name, args, settings)
-    if refusal:
-        return error(f"permission denied: {refusal}")
     try:
-        result = IMPLEMENTATIONS[name](**args, settings=settings)
+        refusal = permission(name, args, settings)
+        result = error(f"permission denied: {refusal}") if refusal else IMPLEMENTATIONS[name](**args, settings=settings)
     except Exception as problem:  # the model sees what went wrong and can try something else
         result = error(f"{type(problem).__name__}: {problem}")
     result = result if isinstance(result, Result) else Result(result)

@@ -23,9 +23,11 @@ could not be undone (`kill -9 -1`, /proc/sysrq-trigger, filling the disk).
 """
 
 import contextlib
+import ctypes
 import io
 import json
 import os
+import platform
 import resource
 import shlex
 import shutil
@@ -180,6 +182,19 @@ def shell(command: str) -> dict:
 
 def outside_the_workspace(path: str) -> str:
     return f"Error: permission denied: {path!r} is outside the workspace"
+
+
+def host_trusted(path: str, where: str | None = None) -> str:
+    """write_file's refusal of a path where host tools run or trust what they find (protect.py)."""
+    at = repr(path) if where is None else f"{path!r} (in {where!r})"
+    return (f"Error: permission denied: {at} is where host tools run or trust what they find (git hooks and "
+            "config, python bytecode, .env files, shell rc files, tooloop's transcripts); write_file may not write there")
+
+
+def removed_after(result: str, *paths: str) -> str:
+    """A command's result with the line saying what tooloop removed after it."""
+    return (f"{result}\ntooloop removed what this command created where host tools would run it: "
+            f"{', '.join(paths)} (commands may not plant these)")
 
 
 def survivors(pattern: str, grace: float = 2.0) -> str:
@@ -364,8 +379,7 @@ def test_write_through_a_folder_symlink_planted_by_the_shell_is_refused(run_agen
 def test_write_file_into_git_is_refused(run_agent, fake, workspace, outside_changes, path):
     (workspace / "hooks").symlink_to(".git/hooks")  # a link inside the workspace, into .git
     [result] = attack(run_agent, fake, call("write_file", path=path, content="#!/bin/sh\ntouch /tmp/pwned\n"))
-    assert result == ("Error: permission denied: writing inside .git or .tooloop (the transcripts) "
-                      "is not allowed")
+    assert result == host_trusted(path, ".git")
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
     assert outside_changes() == []  # the snapshot covers .git
 
@@ -844,60 +858,244 @@ def test_ask_mode_shows_the_choices(run_agent, fake, outside_changes, monkeypatc
 @needs_bwrap
 def test_a_planted_tooloop_link_does_not_redirect_the_next_transcript(fake, workspace, outside, outside_changes,
                                                                       monkeypatch):
+    """Protected paths (.tooloop): a link a command plants there is removed after the command."""
     monkeypatch.chdir(workspace)  # the usual way: run in the project
     fake.script = [reply(shell(f"ln -s {outside} .tooloop")), *done()]
     assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
+    assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".tooloop")]
+    assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
-    # default transcript .tooloop/<time>.jsonl: refused, with one line and exit 2
-    assert agent.main(["--base-url", fake.url, "next run"]) == 2
+    # default transcript .tooloop/<time>.jsonl: a real folder in the workspace
+    assert agent.main(["--base-url", fake.url, "next run"]) in (0, 6)
+    assert not (workspace / ".tooloop").is_symlink() and len(list((workspace / ".tooloop").glob("*.jsonl"))) == 1
     assert outside_changes() == []
 
 
 @needs_bwrap
 def test_planted_transcript_names_do_not_append_to_a_host_file(fake, workspace, outside, outside_changes,
                                                                monkeypatch):
+    """Protected paths (.tooloop): a folder of planted transcript names is removed after the command."""
     monkeypatch.chdir(workspace)
     plant = ("mkdir .tooloop && now=$(date +%s) && for i in $(seq 0 60); do "
              f"ln -s {outside}/secret.txt .tooloop/$(date -d @$((now + i)) +%Y%m%d-%H%M%S).jsonl; done")
     fake.script = [reply(shell(plant)), *done()]
     assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
-    assert len(list((workspace / ".tooloop").iterdir())) == 61
+    assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".tooloop/")]
+    assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
-    assert agent.main(["--base-url", fake.url, "next run"]) in (0, 2)  # 2: this second's name was planted
+    assert agent.main(["--base-url", fake.url, "next run"]) in (0, 6)
+    [log] = (workspace / ".tooloop").glob("*.jsonl")
+    assert not log.is_symlink()
     assert (outside / "secret.txt").read_text() == OUTSIDE_SECRET
     assert outside_changes() == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "HOLE: parse_args reads .env from the current folder, which is the writable workspace by default; a "
-    "sandboxed command writes TOOLOOP_WORKSPACE=<any host folder> there and the next run's file tools "
-    "write outside (TOOLOOP_TRANSCRIPT, OPENAI_BASE_URL likewise)"))
 @needs_bwrap
 def test_a_planted_dotenv_does_not_widen_the_next_run(fake, workspace, outside, outside_changes, monkeypatch):
+    """Protected paths (.env): parse_args reads .env from the current folder, by default the workspace; a
+    .env a command writes (TOOLOOP_WORKSPACE=<a host folder>) is removed before any later run reads it."""
     monkeypatch.chdir(workspace)
     plant = f"printf 'TOOLOOP_WORKSPACE={outside}\\n' > .env"
     fake.script = [reply(shell(plant)), *done()]
     assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
-    assert (workspace / ".env").read_text() == f"TOOLOOP_WORKSPACE={outside}\n"
+    assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".env")]
+    assert not (workspace / ".env").exists()
     fake.script = [reply(call("write_file", path="pwned.txt", content="pwned\n")), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "next run"]) == 0
+    assert agent.main(["--base-url", fake.url, "--transcript", "off", "next run"]) in (0, 6)
+    assert (workspace / "pwned.txt").read_text() == "pwned\n"  # the workspace is still this one
     assert not (outside / "pwned.txt").exists()
     assert outside_changes() == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "HOLE (needs a later user action): sandbox.py makes .git read-only only where one exists when the "
-    "command starts; where the workspace has none (a fresh folder, a sub-folder of a repo) the command "
-    "can create .git with core.fsmonitor=<command>, which the user's next `git status` there runs on the "
-    "host"))
 @needs_bwrap
 def test_a_planted_git_config_does_not_run_on_the_host(fake, workspace, outside, outside_changes):
+    """Protected paths (.git): where the workspace has no .git of its own (a fresh folder, a sub-folder of
+    a repo), a command's `git init` with core.fsmonitor=<command> is removed, so the user's next `git
+    status` there, on the host, does not run it."""
     folder = workspace / "app"  # a workspace that is a sub-folder of a repo, so it has no .git of its own
     folder.mkdir()
     plant = f"git init -q && git config core.fsmonitor 'touch {outside}/pwned-by-git'"
     fake.script = [reply(shell(plant)), *done()]
     assert agent.main(["--base-url", fake.url, "--workspace", str(folder), "--transcript", "off", "go"]) == 0
-    assert (folder / ".git" / "config").is_file()
-    subprocess.run(["git", "status"], cwd=folder, capture_output=True)  # later, the user, on the host
+    assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".git/")]
+    assert not (folder / ".git").exists()
+    # later, the user, on the host (no optional locks: git would refresh the index of the repo around)
+    subprocess.run(["git", "--no-optional-locks", "status"], cwd=folder, capture_output=True)
     assert not (outside / "pwned-by-git").exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+@pytest.mark.parametrize("hooks", [".husky", "tools/hooks"])
+def test_a_hooks_folder_cannot_be_rewritten(run_agent, fake, workspace, outside, outside_changes, hooks):
+    """Protected paths (git hook folders): husky's .husky, and any folder core.hooksPath names in
+    .git/config (tools/hooks here), are refused to write_file and read-only in the shell."""
+    app = workspace / "app"  # a repo of its own: the fixture's .git is watched by outside_changes
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(["git", "-C", str(app), "config", "core.hooksPath", hooks], check=True)
+    (app / hooks).mkdir(parents=True)
+    (app / hooks / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+    hook = f"{hooks}/pre-commit"
+    write, append = attack(run_agent, fake, call("write_file", path=hook, content=f"touch {outside}/pwned\n"),
+                           shell(f"echo 'touch {outside}/pwned' >> {hook}"), flags=["--workspace", str(app)])
+    assert write == host_trusted(hook, hooks)
+    assert append == f"exit code: 2\n--- stderr ---\n/bin/sh: 1: cannot create {hook}: {RO}\n"
+    assert (app / hook).read_text() == "#!/bin/sh\nnpm test\n"
+    assert outside_changes() == []
+
+
+FORGE = """
+import importlib.util, os, py_compile, struct
+real = os.stat("mod.py")
+with open("/tmp/evil.py", "w") as f:
+    f.write("def hello():\\n    print('forged')\\n")
+target = importlib.util.cache_from_source("mod.py")
+py_compile.compile("/tmp/evil.py", cfile=target, doraise=True)
+data = bytearray(open(target, "rb").read())
+data[8:16] = struct.pack("<II", int(real.st_mtime) & 0xFFFFFFFF, real.st_size & 0xFFFFFFFF)  # mod.py's stamp
+open(target, "wb").write(bytes(data))
+print("forged", target)
+"""
+
+
+@needs_bwrap
+def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fake, workspace, outside_changes):
+    """Protected paths (__pycache__, *.pyc): bytecode a command forges for mod.py, stamped with the source's
+    mtime and size so that python would run it instead, is removed; the user's `python prog.py` on the host
+    runs mod.py. An ordinary `python prog.py` in the sandbox writes no bytecode at all."""
+    (workspace / "mod.py").write_text("def hello():\n    print('real')\n")
+    (workspace / "prog.py").write_text("import mod\nmod.hello()\n")
+    ran, forged = attack(run_agent, fake, shell("python3 prog.py"), shell(f"python3 -c {shlex.quote(FORGE)}"))
+    pyc = f"__pycache__/mod.{sys.implementation.cache_tag}.pyc"
+    assert ran == "exit code: 0\n--- stdout ---\nreal\n"  # PYTHONDONTWRITEBYTECODE: nothing to remove
+    assert forged == removed_after(f"exit code: 0\n--- stdout ---\nforged {pyc}\n", "__pycache__/")
+    assert made(workspace) == ["mod.py", "prog.py"]
+    host = subprocess.run([sys.executable, "prog.py"], cwd=workspace, capture_output=True, text=True)
+    assert host.stdout == "real\n"
+    assert outside_changes() == []
+
+
+def secret_refused(path: str) -> str:
+    return (f"Error: permission denied: {path!r} may hold secrets (.env, .env.* and .envrc files do), so read_file "
+            "does not read it; ask the user for any value you need")
+
+
+@needs_bwrap
+def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent, fake, workspace, outside_changes):
+    """Protected paths (secrets: .env, .env.*, .envrc): read_file refuses them, also through a link; in the
+    sandbox they read as nothing however they are read or copied (base64, cut, sed into another file). A
+    template (.env.example) is an ordinary file."""
+    token = f"tok-{os.getpid()}-dotenv-secret"
+    (workspace / ".env").write_text(f"API_TOKEN={token}\n")
+    (workspace / ".env.local").write_text(f"TOKEN={token}\n")
+    (workspace / ".env.example").write_text("API_TOKEN=\n")
+    encoded, copied, read, linked, through, template = attack(
+        run_agent, fake, shell("base64 -w0 .env"), shell("cut -d= -f2 .env.local; sed -n p .env > copy.txt; cat copy.txt"),
+        call("read_file", path=".env"), shell("ln -s .env e"), call("read_file", path="e"),
+        call("read_file", path=".env.example"))
+    assert encoded == "exit code: 1\n--- stderr ---\nbase64: .env: Permission denied\n"
+    assert copied == ("exit code: 0\n--- stderr ---\ncut: .env.local: Permission denied\n"
+                      "sed: can't read .env: Permission denied\n")
+    assert read == secret_refused(".env")
+    assert linked == "exit code: 0"
+    assert through == secret_refused("e")
+    assert template == "API_TOKEN=\n"
+    assert token not in json.dumps(fake.requests)
+    assert token not in (workspace.parent / "transcript.jsonl").read_text()
+    assert (workspace / ".env").read_text() == f"API_TOKEN={token}\n" and (workspace / "copy.txt").read_text() == ""
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspace, outside_changes):
+    """Protected paths, in any case: on macOS and Windows (WSL) filesystems .GIT is .git and .Env is .env."""
+    token = f"tok-{os.getpid()}-case"
+    (workspace / ".Env").write_text(f"TOKEN={token}\n")
+    git, env, read, cat, planted = attack(
+        run_agent, fake, call("write_file", path=".GIT/config", content="[core]\n\tfsmonitor = touch /tmp/pwned\n"),
+        call("write_file", path=".Env", content="TOOLOOP_WORKSPACE=/\n"), call("read_file", path=".Env"),
+        shell("cat .Env"), shell("mkdir .GIT && printf '[core]\\n\\tfsmonitor = true\\n' > .GIT/config && echo planted"))
+    assert git == host_trusted(".GIT/config", ".GIT")
+    assert env == host_trusted(".Env")
+    assert read == secret_refused(".Env")
+    assert cat == "exit code: 1\n--- stderr ---\ncat: .Env: Permission denied\n"
+    assert planted == removed_after("exit code: 0\n--- stdout ---\nplanted\n", ".GIT/")
+    assert made(workspace) == [".Env"] and (workspace / ".Env").read_text() == f"TOKEN={token}\n"
+    assert token not in json.dumps(fake.requests)
+    assert outside_changes() == []
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a file root owns gives more rights when setuid; a user's "
+                                              "command can leave one that gives only that user's own")
+def test_a_setuid_copy_of_an_interpreter_loses_the_bit(run_agent, fake, workspace, outside_changes):
+    """setuid/setgid files: a command run as root copies python and makes it setuid and setgid root, for
+    anyone on the host to run as root later; after the command the bits are cleared."""
+    [result] = attack(run_agent, fake, shell('cp "$(command -v python3)" py && chmod 6755 py && stat -c %a py'))
+    assert result == ("exit code: 0\n--- stdout ---\n6755\n\n"
+                      "tooloop cleared the setuid/setgid bits of py (commands may not set them)")
+    assert stat.S_IMODE((workspace / "py").stat().st_mode) == 0o755
+    assert outside_changes() == []
+
+
+KEY_SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
+KEY_PROBE = """
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+found = libc.syscall(L({keyctl}), L(10), L(-3), b"user", b"{name}", L(0))  # KEYCTL_SEARCH the session keyring
+print("search:", "found" if found != -1 else errno.errorcode[ctypes.get_errno()])
+buf = ctypes.create_string_buffer(200)
+n = libc.syscall(L({keyctl}), L(11), L({key}), buf, L(200))  # KEYCTL_READ, by the key's id
+print("read:", buf.raw[:n].decode() if n >= 0 else errno.errorcode[ctypes.get_errno()])
+"""
+
+
+@needs_bwrap
+def test_the_users_session_keyring_is_out_of_reach(run_agent, fake, outside_changes):
+    """The session keyring: bwrap keeps the caller's, so `keyctl` in the sandbox could read the keys the user
+    holds (tokens, passphrases); each command gets a new, empty one (sandbox.join_new_keyring)."""
+    if platform.machine() not in KEY_SYSCALLS:
+        pytest.skip(f"add_key's system call number is not known here ({platform.machine()})")
+    add_key, keyctl = KEY_SYSCALLS[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    L = ctypes.c_long
+    # this process's own session keyring first: the key must not land in the one of whoever started pytest
+    if libc.syscall(L(keyctl), L(1), None) == -1:
+        pytest.skip(f"the host cannot join a new session keyring here: {os.strerror(ctypes.get_errno())}")
+    name, payload = f"{MARK}-key", f"keypayload-{os.getpid()}"
+    key = libc.syscall(L(add_key), b"user", name.encode(), payload.encode(), L(len(payload)), L(-3))
+    if key == -1:
+        pytest.skip(f"the host cannot create keys here: add_key: {os.strerror(ctypes.get_errno())}")
+    try:
+        [result] = attack(run_agent, fake, shell(f"python3 -c {shlex.quote(KEY_PROBE.format(keyctl=keyctl, key=key, name=name))}"))
+    finally:
+        libc.syscall(L(keyctl), L(21), L(key))  # KEYCTL_INVALIDATE
+    assert result == "exit code: 0\n--- stdout ---\nsearch: ENOKEY\nread: EACCES\n"
+    assert payload not in json.dumps(fake.requests)
+    assert outside_changes() == []
+
+
+# --- the dispatcher never raises -------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file"])
+def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, outside_changes, tool):
+    """The dispatcher never raises: a symlink loop (RuntimeError in Path.resolve), a lone surrogate
+    (UnicodeEncodeError), a 300-byte name and a 5000-byte path each come back as an error value, and
+    the run goes on to its answer."""
+    (workspace / "a").symlink_to("b")
+    (workspace / "b").symlink_to("a")
+    paths = ["a", "\ud800", "n" * 300, "d/" * 2500]
+    calls = [call(tool, {"path": p} if tool == "read_file" else {"path": p, "content": "x"}) for p in paths]
+    code, _, err = run_agent(*map(reply, calls), *done(), flags=["--plain"])
+    assert code == 0, err
+    assert tool_results(fake.requests[-1]) == [
+        f"Error: permission denied: 'a' cannot be resolved (Symlink loop from '{workspace.resolve() / 'a'}')",
+        "Error: permission denied: the path '\\ud800' is not valid UTF-8 text",
+        "Error: permission denied: a name in the path is 300 bytes long; the limit is 255",
+        "Error: permission denied: the path is 5000 bytes long; the limit is 4095",
+    ]
+    assert made(workspace) == ["a", "b"]
     assert outside_changes() == []

@@ -337,7 +337,9 @@ def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, wor
                    *[answer(f"ok ({i})") for i in range(aids.MAX_NOTES + 1)]]  # new words after each note
     assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 6  # the refused calls leave it unfinished
     write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
-    assert write == "Error: permission denied: writing inside .git or .tooloop (the transcripts) is not allowed"
+    assert write == ("Error: permission denied: '.tooloop/forged.jsonl' (in '.tooloop') is where host tools run or "
+                     "trust what they find (git hooks and config, python bytecode, .env files, shell rc files, "
+                     "tooloop's transcripts); write_file may not write there")
     assert "Read-only file system" in shell
     [log] = (workspace / ".tooloop").glob("*.jsonl")
     assert "forged\n" not in log.read_text() and not (workspace / ".tooloop" / "new").exists()
