@@ -2,7 +2,8 @@
 
 A run's events, in order:
 
-    {"event": "start", "task": ..., "config": {...}, "time": ...}     config has no API key
+    {"event": "start", "task": ..., "config": {...}, "time": ...}     config has no API key, and
+        its base_url no user:password (transcript.shown)
     {"event": "request", "turn": 1, "body": {...}}                     exactly what was sent
     {"event": "request", "turn": 2, "body": {...}, "after": 3}         the same, when the messages
         are the previous request's with more appended: `body.messages` holds only the new ones,
@@ -11,10 +12,14 @@ A run's events, in order:
     {"event": "response", "turn": 1, "body": {...}, "seconds": ...}    exactly what came back
     {"event": "tool", "turn": 1, "id": ..., "name": ..., "arguments": ..., "result": ...}
     {"event": "note", "kind": "recovered" | "compacted" | ..., "text": ...}
+    {"event": "removed", "removed": [...]}                             what the harness removed
+        after commands (files planted for host tools, setuid bits), when there was any
     {"event": "end", "exit_code": 0, "answer": ..., "totals": {...}}
 
 Each line is flushed before the run goes on, so a crash or Ctrl-C loses nothing already done,
-and the whole line is passed through the secret filter first, so the API key never lands here.
+and the whole line is passed through the secret filter first (transcript.secrets), so the API
+key and the base URL's password never land here. A name already taken by anything but a regular
+file (a link, a FIFO planted by a command in an earlier run) is refused: writer raises OSError.
 
 Left out on purpose: rotation, compression, and any index across runs (a folder of .jsonl files
 and `grep` are enough).
@@ -22,7 +27,9 @@ and `grep` are enough).
 
 import json
 import os
+import stat
 import time
+import urllib.parse
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
@@ -42,7 +49,13 @@ def writer(path: Path, secrets: list[str]):
             (path.parent / ".gitignore").write_text("*\n")
         except FileExistsError:
             pass
-    file = os.fdopen(os.open(path, nofollow | os.O_APPEND, 0o644), "a", encoding="utf-8")
+    # O_NONBLOCK: opening a FIFO planted under the name must not hang the run (it is refused just
+    # below; on a regular file the flag changes nothing)
+    fd = os.open(path, nofollow | os.O_APPEND | os.O_NONBLOCK, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    file = os.fdopen(fd, "a", encoding="utf-8")
 
     previous = []  # the messages of the last request logged
 
@@ -61,6 +74,24 @@ def writer(path: Path, secrets: list[str]):
 
     log.close = file.close
     return log
+
+
+def shown(url: str) -> str:
+    """`url` fit to print and record: any user:password@ in it becomes ***@.
+
+        >>> shown("http://me:hunter22@host:8080/v1")
+        'http://***@host:8080/v1'
+    """
+    parts = urllib.parse.urlsplit(url)
+    return parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl() if "@" in parts.netloc else url
+
+
+def secrets(api_key: str, base_url: str) -> list[str]:
+    """What is filtered out of the transcript and of every tool result: the API key, and the
+    user:password of the base URL and its password alone. Values under 6 characters (the default
+    key "local", a short user name) are left alone: replacing them would mangle ordinary text."""
+    parts = urllib.parse.urlsplit(base_url)
+    return [s for s in (api_key, parts.netloc.rpartition("@")[0], parts.password) if s and len(s) >= 6]
 
 
 def read(path: Path) -> list[dict]:
