@@ -25,8 +25,7 @@ import os
 import re
 import sys
 import time
-import urllib.error
-import urllib.request
+import unicodedata
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -63,17 +62,16 @@ CUT = Result("Error: your reply was cut off at the token limit, so this call was
              ok=False)
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
+ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
+UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
+               "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
 
 
 class Stop(Exception):
-    """The run cannot go on; `code` is the exit code, the message says why and what to do."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
+    """The run cannot go on: Stop(exit code, a message that says why and what to do)."""
 
 
 def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NAMES),
@@ -146,9 +144,7 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
         try:
             return client.chat.completions.create(**request)
         except openai.APIConnectionError as error:  # (a timeout is one too)
-            raise Stop(1, f"error: cannot reach the model endpoint at {base_url} ({error.__cause__ or error}). "
-                          "Is the server running? Start one with scripts/serve.py, or point --base-url / "
-                          "OPENAI_BASE_URL at another.") from None
+            raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
         except openai.APIStatusError as error:
             body = error.body if isinstance(error.body, dict) else {}
             details = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
@@ -157,8 +153,8 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
                 raise ContextOverflow(details.get("n_prompt_tokens"), details.get("n_ctx")) from None
             if error.status_code == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
                 raise ParserError(message) from None
-            raise Stop(1, f"error: the model endpoint at {base_url} answered HTTP {error.status_code}: "
-                          f"{message}") from None
+            raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} answered HTTP "
+                          f"{error.status_code}: {message}") from None
 
     return send
 
@@ -265,22 +261,18 @@ def shrunk(call: dict) -> dict:
 
 
 def check_endpoint(base_url: str, api_key: str) -> int | None:
-    """Start-up check: is the server there, and (llama-server only) how large is its context
-    and can its chat template do tools? One GET; a plain OpenAI-compatible server answers 404
-    and is left alone. Returns the context size when the server tells it."""
+    """Start-up check: is the server there, and (llama-server only) how large is its context (the
+    result) and can its chat template do tools? One GET, through the openai client as the chat
+    requests go (user:password@ too); a plain OpenAI-compatible server answers 404: None."""
     root = base_url.rstrip("/").removesuffix("/v1")
-    request = urllib.request.Request(f"{root}/props", headers={"Authorization": f"Bearer {api_key}"})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            props = json.loads(response.read())
+        props = openai.OpenAI(base_url=root, api_key=api_key, timeout=10, max_retries=0).get("/props", cast_to=object)
         n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
         tools_ok = props.get("chat_template_caps", {}).get("supports_tool_calls")
-    except (urllib.error.HTTPError, ValueError, AttributeError):
+    except (openai.APIStatusError, ValueError, AttributeError):
         return None  # the server is there, but is not llama-server
-    except (urllib.error.URLError, OSError) as error:
-        raise Stop(1, f"error: cannot reach the model endpoint at {base_url} ({error}). Is the server "
-                      "running? Start one with scripts/serve.py, or point --base-url / OPENAI_BASE_URL "
-                      "at another.") from None
+    except openai.APIConnectionError as error:
+        raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
     if tools_ok is False:
         console.print("warning: the server's chat template does not support tool calls; calls "
                       "will arrive as text (recovered where possible)", style="yellow")
@@ -293,10 +285,11 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
 # --- printing -------------------------------------------------------------------------------
 
 def printable(text: str) -> str:
-    """Model and tool text made safe for a terminal: lone surrogates (a JSON "\\ud800") cannot
-    be encoded, and control characters (ESC[8m hides text) would let it rewrite the screen."""
+    """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
+    be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
+    around), each escaped as Python writes it. All printed text not written here goes through it."""
     text = text.encode("utf-8", errors="replace").decode("utf-8")
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
 def note(kind: str, text: str, log=lambda event, **data: None) -> None:
@@ -359,7 +352,7 @@ def render(events: list[dict]) -> int:
     n_ctx = max_turns = None
     for event in events:
         if event["event"] == "start":
-            console.print(Text(event["task"]), style="bold magenta")
+            console.print(Text(printable(event["task"])), style="bold magenta")
             n_ctx, max_turns = event["config"].get("n_ctx"), event["config"].get("max_turns")
         elif event["event"] == "response":
             show_reply(ChatCompletion.model_validate(event["body"]).choices[0].message)
@@ -381,9 +374,11 @@ def asker(workspace: Path):
     def approve(name: str, args: dict) -> bool:
         if name in always:
             return True
-        if name == "write_file":
-            target = workspace / args["path"]
-            old = target.read_text(errors="replace").splitlines(True) if target.is_file() else []
+        if name == "write_file":  # named as what will really be replaced, once links are followed
+            target, real = Path(os.path.normpath(workspace / args["path"])), (workspace / args["path"]).resolve()
+            link = f" (a link to {real.relative_to(workspace)})" if real != target else ""
+            console.print(Text(printable(f"write {args['path']}{link}"), style="bold"))
+            old = real.read_text(errors="replace").splitlines(True) if real.is_file() else []
             diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
                                                 f"a/{args['path']}", f"b/{args['path']}"))
             console.print(Syntax(printable(diff) or "(no change)", "diff"))
@@ -403,8 +398,7 @@ def asker(workspace: Path):
 # --- command line ---------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    # Flags beat the environment, which beats a .env file in the current folder, which beats
-    # the defaults.
+    # flags beat the environment, which beats a .env file in the current folder, which beats the defaults
     env = {**dotenv_values(".env"), **os.environ}
     parser = argparse.ArgumentParser(
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
@@ -463,11 +457,11 @@ def main(argv: list[str] | None = None) -> int:
     recorded = transcript.read(args.replay) if args.replay else []
     task = args.task or next((e["task"] for e in recorded if e["event"] == "start"), "")
     workspace = Path(args.workspace).resolve()
-    secrets = [args.api_key] if args.api_key != "local" and len(args.api_key) >= 6 else []
+    secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
                         sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets)
     if settings.sandbox and args.approval != "read-only" and (why := sandbox.probe()):
-        console.print(f"error: shell commands cannot run here: no working sandbox ({why}). Fix: run "
+        console.print(f"error: shell commands cannot run here: no working sandbox ({printable(why)}). Fix: run "
                       "scripts/setup (installs bubblewrap), or pass --approval read-only, or "
                       "--unsafe-no-sandbox to run commands unconfined.", style="bold red", markup=False)
         return 2
@@ -476,11 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets)
     except OSError as error:
-        console.print(f"error: cannot write the transcript {path} ({error})", style="bold red", markup=False)
+        console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
     totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     code, answer = 130, ""
-    console.print(Text(task), style="bold magenta")
+    console.print(Text(printable(task)), style="bold magenta")
     try:
         if recorded:
             send, check = transcript.replayer(recorded)
@@ -489,16 +483,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             send, check, hook = live(args.base_url, args.api_key), None, log
             n_ctx = None if args.no_check else check_endpoint(args.base_url, args.api_key)
-        log("start", task=task, config={"base_url": args.base_url, "model": args.model, "n_ctx": n_ctx,
-                                        "max_turns": args.max_turns, "workspace": str(workspace),
+        log("start", task=task, config={"base_url": transcript.shown(args.base_url), "model": args.model,
+                                        "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": sorted(on), "replay": args.replay})
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
         code, answer = run(task, ask, settings, args.max_turns, on, hook)
     except Stop as stop:
-        code = stop.code
+        code, message = stop.args
         console.quiet = False
-        console.print(str(stop), style="bold red", markup=False)
+        console.print(Text(printable(message), style="bold red"))
     except LookupError as error:  # --replay ran past the end of the recording
         code = 1
         console.print(f"replay: {error}; the run diverged from the recording", style="bold red", markup=False)
@@ -506,12 +500,18 @@ def main(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
     finally:
+        if settings.removed:
+            log("removed", removed=settings.removed)
         log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"))
     if args.replay:
         for line in check.divergences:
-            console.print(Text(f"replay diverges: {line}", style="yellow"))
+            console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
         console.print(f"replay: {len(check.divergences)} divergence(s) from the recording", style="bold")
     show_end(code, answer)
+    if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
+        console.quiet = False
+        console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "
+                                                  "tools to run:", *settings.removed])), style="bold yellow"))
     if code in (0, 6):
         print(printable(answer))
     return code
