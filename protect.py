@@ -10,10 +10,12 @@ files; tooloop trusts its .tooloop transcripts. So the rules, one for each way i
 - write_file may not write a protected path, and read_file may not read a secret (.env,
   .env.*, .envrc): refusal(), asked by tools.permission;
 - in the sandbox, existing protected paths are read-only, and existing secret files read as
-  empty (/dev/null is mounted over them): mounts(), used by sandbox.wrap;
-- after each sandboxed command, the protected paths it created are removed, and the set-user-ID
-  and set-group-ID bits of every file are cleared (root could leave a setuid copy of python for
-  anyone to run): scan() before, clean() after, in tools.run_shell.
+  empty (/dev/null is mounted over them): mounts(), used by sandbox.wrap. Not bytecode: a venv
+  holds thousands of __pycache__ folders, and each mount costs bwrap a few milliseconds;
+- after each sandboxed command, the protected paths it created are removed, and so is any .pyc
+  it changed (python just compiles the source again); the set-user-ID and set-group-ID bits of
+  every file are cleared (root could leave a setuid copy of python for anyone to run): scan()
+  before, clean() after, in tools.run_shell.
 
 Names are compared lower-cased, on every component: on macOS and Windows (WSL) `.GIT` is `.git`.
 For example, with core.hooksPath = tools/hooks in .git/config:
@@ -62,6 +64,12 @@ def kind(name: str) -> str | None:
     if name in SECRETS or name.startswith(".env."):
         return "secret"
     return "protected" if name in PROTECTED or name.endswith(".pyc") else None
+
+
+def bytecode(name: str) -> bool:
+    """True for __pycache__ and *.pyc: watched for changes by clean(), not mounted read-only."""
+    name = name.lower()
+    return name == "__pycache__" or name.endswith(".pyc")
 
 
 def hooks_folder(ws: Path) -> str | None:
@@ -136,8 +144,8 @@ def refusal(tool: str, path: str, target: Path, ws: Path) -> str | None:
 
 def walk(ws: Path, hooks: str | None) -> tuple[list[tuple[str, os.stat_result, str | None]], bool]:
     """(path relative to ws, lstat, kind) for entries of the workspace, breadth first, and whether
-    that was all of them (MAX_ENTRIES at most). A protected folder is one entry, not entered; a
-    symlink is not followed. Breadth first, so a flood of files deep down cannot hide a new .git
+    that was all of them (MAX_ENTRIES at most). A protected folder is one entry, not entered
+    (__pycache__ is, for the .pyc files in it); a symlink is not followed. Breadth first, so a flood of files deep down cannot hide a new .git
     near the top from the cap."""
     found: list[tuple[str, os.stat_result, str | None]] = []
     folders = [""]
@@ -157,7 +165,7 @@ def walk(ws: Path, hooks: str | None) -> tuple[list[tuple[str, os.stat_result, s
                 continue
             what = "protected" if rel.lower() == hooks else kind(entry.name)
             found.append((rel, info, what))
-            if what is None and stat.S_ISDIR(info.st_mode):
+            if (what is None or bytecode(entry.name)) and stat.S_ISDIR(info.st_mode):
                 folders.append(rel)
     return found, True
 
@@ -172,20 +180,31 @@ def mounts(ws: Path) -> tuple[list[str], list[str]]:
     command cannot replace. Nothing is created for paths that do not exist.
     """
     binds, masks = {}, {}
-    for rel, _, what in walk(ws, hooks_folder(ws))[0]:
-        try:
-            real = (ws / rel).resolve()
+    for rel, info, what in walk(ws, hooks_folder(ws))[0]:
+        if not what or bytecode(rel.rpartition("/")[2]):
+            continue
+        try:  # walk() followed no link, so only a link itself needs resolving
+            real = (ws / rel).resolve() if stat.S_ISLNK(info.st_mode) else ws / rel
         except (OSError, RuntimeError):  # a symlink loop
             continue
-        if what and real != ws and real.is_relative_to(ws) and real.exists():
+        if real != ws and real.is_relative_to(ws) and real.exists():
             (masks if what == "secret" and real.is_file() else binds)[str(real)] = True
     return list(binds), list(masks)
 
 
-def scan(ws: Path) -> tuple[str | None, dict[str, tuple[int, int]]]:
-    """Before a command: the hooks folder, and each protected path with its (inode, file type)."""
+def scan(ws: Path) -> tuple[str | None, dict[str, tuple[int, int, int]]]:
+    """Before a command: the hooks folder, and each protected path with what identifies it."""
     hooks = hooks_folder(ws)
-    return hooks, {rel: (info.st_ino, stat.S_IFMT(info.st_mode)) for rel, info, what in walk(ws, hooks)[0] if what}
+    return hooks, {rel: identity(rel, info) for rel, info, what in walk(ws, hooks)[0] if what}
+
+
+def identity(rel: str, info: os.stat_result) -> tuple[int, int, int]:
+    """(inode, file type, change time of a .pyc file): a protected path another identity has
+    now is new. A .pyc is not read-only in the sandbox, so a change to it counts too (ctime:
+    no command can set it); other files are compared without it, so the user's own edit of
+    .bashrc on the host while a command runs does not make it "new"."""
+    pyc = stat.S_ISREG(info.st_mode) and rel.lower().endswith(".pyc")
+    return info.st_ino, stat.S_IFMT(info.st_mode), info.st_ctime_ns if pyc else 0
 
 
 def clean(ws: Path, before: tuple[str | None, dict], removed: list[str], command: str) -> list[str]:
@@ -197,9 +216,12 @@ def clean(ws: Path, before: tuple[str | None, dict], removed: list[str], command
     """
     hooks, known = before
     entries, complete = walk(ws, hooks)
-    made, cleared = [], []
+    made: list[str] = []
+    cleared = []
     for rel, info, what in entries:
-        if what and known.get(rel) != (info.st_ino, stat.S_IFMT(info.st_mode)):
+        if any(rel.startswith(gone.rstrip("/") + "/") for gone in made):
+            continue  # in a folder removed already
+        if what and known.get(rel) != identity(rel, info):
             shown = rel + "/" * stat.S_ISDIR(info.st_mode)
             try:
                 remove(ws / rel)

@@ -959,17 +959,26 @@ print("forged", target)
 
 
 @needs_bwrap
-def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fake, workspace, outside_changes):
+@pytest.mark.parametrize("cache", ["new", "existing"])
+def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fake, workspace, outside_changes,
+                                                                  cache):
     """Protected paths (__pycache__, *.pyc): bytecode a command forges for mod.py, stamped with the source's
-    mtime and size so that python would run it instead, is removed; the user's `python prog.py` on the host
-    runs mod.py. An ordinary `python prog.py` in the sandbox writes no bytecode at all."""
+    mtime and size so that python would run it instead, is removed (a new __pycache__ whole, a changed .pyc
+    in the user's own); the user's `python prog.py` on the host runs mod.py. An ordinary `python prog.py`
+    in the sandbox writes no bytecode at all."""
     (workspace / "mod.py").write_text("def hello():\n    print('real')\n")
     (workspace / "prog.py").write_text("import mod\nmod.hello()\n")
-    ran, forged = attack(run_agent, fake, shell("python3 prog.py"), shell(f"python3 -c {shlex.quote(FORGE)}"))
     pyc = f"__pycache__/mod.{sys.implementation.cache_tag}.pyc"
+    if cache == "existing":  # the user ran it on the host before: python wrote the real bytecode
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run([sys.executable, "prog.py"], cwd=workspace, env=env, check=True, capture_output=True)
+        assert (workspace / pyc).is_file()
+    ran, forged = attack(run_agent, fake, shell("python3 prog.py"), shell(f"python3 -c {shlex.quote(FORGE)}"))
     assert ran == "exit code: 0\n--- stdout ---\nreal\n"  # PYTHONDONTWRITEBYTECODE: nothing to remove
-    assert forged == removed_after(f"exit code: 0\n--- stdout ---\nforged {pyc}\n", "__pycache__/")
-    assert made(workspace) == ["mod.py", "prog.py"]
+    gone = "__pycache__/" if cache == "new" else pyc
+    assert forged == removed_after(f"exit code: 0\n--- stdout ---\nforged {pyc}\n", gone)
+    assert made(workspace) == sorted(["mod.py", "prog.py"] + (["__pycache__"] if cache == "existing" else []))
+    assert not (workspace / pyc).exists()
     host = subprocess.run([sys.executable, "prog.py"], cwd=workspace, capture_output=True, text=True)
     assert host.stdout == "real\n"
     assert outside_changes() == []

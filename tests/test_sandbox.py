@@ -203,6 +203,19 @@ def test_git_is_read_only_but_the_workspace_is_writable(ws):
     assert r.err.count("Read-only file system") + r.err.count("Device or resource busy") >= len(attacks)
 
 
+def test_protected_paths_are_read_only_and_secrets_read_as_nothing(ws):
+    # protect.mounts: what exists is mounted over; nothing is made for the names that do not exist
+    (ws / ".env").write_text("TOKEN=s3cret\n")
+    (ws / ".husky").mkdir()
+    (ws / ".husky" / "pre-commit").write_text("npm test\n")
+    r = run("cat .env; base64 .env; echo x >> .husky/pre-commit; mkdir app && touch app/ok; ls -A", ws)
+    assert "s3cret" not in r.out + r.err and "VE9LRU" not in r.out  # nor its base64
+    assert "cat: .env: Permission denied" in r.err and "cannot create .husky/pre-commit: Read-only file system" in r.err
+    assert r.out == ".env\n.git\n.husky\napp\n"
+    assert (ws / ".husky" / "pre-commit").read_text() == "npm test\n" and (ws / "app" / "ok").exists()
+    assert sorted(os.listdir(ws)) == [".env", ".git", ".husky", "app"]
+
+
 def test_a_planted_git_symlink_does_not_unmask_etc(ws):
     # a workspace without a .git, where one call plants .git -> ../../../etc for the next
     plain = ws / "plain"
