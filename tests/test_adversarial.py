@@ -950,10 +950,11 @@ real = os.stat("mod.py")
 with open("/tmp/evil.py", "w") as f:
     f.write("def hello():\\n    print('forged')\\n")
 target = importlib.util.cache_from_source("mod.py")
-py_compile.compile("/tmp/evil.py", cfile=target, doraise=True)
-data = bytearray(open(target, "rb").read())
+py_compile.compile("/tmp/evil.py", cfile="/tmp/evil.pyc", doraise=True)
+data = bytearray(open("/tmp/evil.pyc", "rb").read())
+os.makedirs(os.path.dirname(target), exist_ok=True)
 data[8:16] = struct.pack("<II", int(real.st_mtime) & 0xFFFFFFFF, real.st_size & 0xFFFFFFFF)  # mod.py's stamp
-open(target, "wb").write(bytes(data))
+open(target, "wb").write(bytes(data))  # in place: an existing .pyc keeps its inode
 print("forged", target)
 """
 
