@@ -25,7 +25,6 @@ import os
 import re
 import sys
 import time
-import unicodedata
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -42,6 +41,7 @@ import aids
 import prompts
 import sandbox
 import transcript
+from transcript import printable
 from tools import TOOLS, Result, Settings, dispatch
 
 EXIT_CODES = {
@@ -62,8 +62,6 @@ CUT = Result("Error: your reply was cut off at the token limit, so this call was
              ok=False)
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
-UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
-ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
                "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
 
@@ -283,14 +281,6 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
 
 
 # --- printing -------------------------------------------------------------------------------
-
-def printable(text: str) -> str:
-    """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
-    be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
-    around), each escaped as Python writes it. All printed text not written here goes through it."""
-    text = text.encode("utf-8", errors="replace").decode("utf-8")
-    return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
-
 
 def note(kind: str, text: str, log=lambda event, **data: None) -> None:
     """Something the harness did on its own initiative: shown, and kept in the transcript."""

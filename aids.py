@@ -37,6 +37,7 @@ from rich.text import Text
 
 from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, inside
+from transcript import printable
 
 NAMES = ("text-calls", "nudge", "begin", "repeats", "injection")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
@@ -62,7 +63,7 @@ class Run:
 
 def note(kind: str, text: str, run: Run) -> None:
     """Something an aid did: shown on screen, and kept in the transcript."""
-    console.print(Text(f"⚑ {text}", style="yellow"))
+    console.print(Text(f"⚑ {printable(text)}", style="yellow"))
     run.log("note", kind=kind, text=text)
 
 

@@ -27,12 +27,26 @@ and `grep` are enough).
 
 import json
 import os
+import re
 import stat
 import time
+import unicodedata
 import urllib.parse
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
+
+
+UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
+ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
+
+
+def printable(text: str) -> str:
+    """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
+    be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
+    around), each escaped as Python writes it. All printed text not written here goes through it."""
+    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
 def writer(path: Path, secrets: list[str]):

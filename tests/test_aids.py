@@ -658,3 +658,17 @@ def test_without_text_calls_every_call_of_a_reply_runs(run_agent, fake, workspac
                                           ("I will update todo.py.", False)])
 def test_what_counts_as_a_claimed_change(text, claims):
     assert bool(aids.CLAIMS.search(text)) == claims
+
+
+def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
+    # a note can carry words of the model's reply (the begun file's name); they are escaped like all printed text
+    import io
+    from rich.console import Console
+    screen = io.StringIO()
+    monkeypatch.setattr(aids, "console", Console(file=screen, force_terminal=True, width=200))
+    logged = []
+    run = aids.Run("task", None, [], frozenset(aids.NAMES), lambda event, **data: logged.append(data))
+    aids.note("begun", "began the reply as evil\x1b[2J\u202e.py", run)
+    assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
+    assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()
+    assert logged == [{"kind": "begun", "text": "began the reply as evil\x1b[2J\u202e.py"}]  # the transcript keeps it as it was
