@@ -224,7 +224,7 @@ def stuck(run: Run) -> bool:
     name, arguments, _ = run.calls[-1]
     if repeats(run, name, arguments) <= MAX_REPEATS:
         return False
-    console.print(f"stopped: the model made the same {printable(name)} call {MAX_REPEATS + 1} times in a row", style="bold yellow")
+    console.print(f"stopped: the model made the same {printable(name)} call {MAX_REPEATS + 1} times in a row", style="bold yellow", markup=False)
     return True
 
 
