@@ -18,6 +18,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -196,34 +197,35 @@ def run_shell(command: str, *, settings: Settings) -> Result:
     else:
         argv, limit = ["/bin/sh", "-c", command], lambda: None
     before = protect.scan(cwd) if settings.sandbox else None
-
-    def preexec():
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        limit()
-    # subtle: a Ctrl-C that lands while Popen is still starting the command would leave no `proc`
-    # to kill, and the command running on (seen under load: bwrap with `sleep` under PID 1). So
-    # SIGINT waits, blocked, until collect() is inside the try that kills the group on the way out.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # subtle: a Ctrl-C while Popen is still starting the command would leave no `proc` to kill,
+    # and the command running on. Blocking SIGINT is not enough: the kernel may hand it to any
+    # other thread (an HTTP client's). So meanwhile a Ctrl-C is only held, for collect() to raise
+    # inside the try that kills the whole group on the way out.
+    held, main = [], threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: held.append(1)) if main else None
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=sandbox.environment(), preexec_fn=preexec, stdin=subprocess.DEVNULL,
+            argv, cwd=cwd, env=sandbox.environment(), preexec_fn=limit, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,  # own process group
         )
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        raise
-    out, err, timed_out = collect(proc, settings.timeout)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    try:
+        out, err, timed_out = collect(proc, settings.timeout, held)
+    finally:  # a Ctrl-C too leaves nothing planted for host tools
+        cleaned = protect.clean(cwd, before, settings.removed, command) if before else []
     parts = [f"timed out after {settings.timeout:g} s; the command and its children were killed"
              if timed_out else f"exit code: {proc.returncode}"]
     for name, data in (("stdout", out), ("stderr", err)):
         if data:
             parts.append(f"--- {name} ---\n{data}")
-    parts += protect.clean(cwd, before, settings.removed, command) if before else []
+    parts += cleaned
     return Result("\n".join(parts), ok=proc.returncode == 0 and not timed_out,
                   exit_code=None if timed_out else proc.returncode)
 
 
-def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
+def collect(proc: subprocess.Popen, timeout: float, held: list = ()) -> tuple[str, str, bool]:
     """Read both pipes until they close or time runs out, keeping a head and a tail of each.
 
     Whatever happens (normal exit, timeout, Ctrl-C), the whole process group is killed on the
@@ -237,7 +239,8 @@ def collect(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
             sel.register(pipe, selectors.EVENT_READ)
         deadline = _now() + timeout
         try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked by run_shell)
+            if held:  # a Ctrl-C while the command started (see run_shell)
+                raise KeyboardInterrupt
             while sel.get_map():
                 if ended is None and (_now() > deadline or proc.poll() is not None):
                     timed_out = proc.poll() is None

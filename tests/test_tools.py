@@ -84,3 +84,16 @@ def test_existing_protected_paths_stay_and_unreadable_folders_are_removed(tmp_pa
     assert result.text.endswith("host tools would run it: .githooks/ (commands may not plant these)")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]
     assert (tmp_path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is missing or does not work here")
+def test_a_ctrl_c_during_a_command_still_removes_what_it_planted(tmp_path):
+    import os
+    import signal
+    import threading
+    settings = tools.Settings(workspace=tmp_path)
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()  # the user, while the command runs
+    with pytest.raises(KeyboardInterrupt):
+        tools.run_shell("git init -q . && sleep 60", settings=settings)
+    assert list(tmp_path.iterdir()) == []
+    assert settings.removed == ["removed .git/, made by the command: git init -q . && sleep 60"]
