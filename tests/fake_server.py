@@ -6,15 +6,39 @@ agent did and exactly what it sent. A reply is one of:
 
     answer("text")                         a final answer
     reply(call("run_shell", command="ls")) an assistant message with tool calls
-    Status(500, {...})                     an HTTP error with that JSON body
+    Status(500, {...})                     an HTTP error with that JSON body, sent before any
+                                           streaming, whatever the request asked for
+    Midstream({"message": "..."})          a stream that begins, then breaks off with an error
     a function of the request body         returns any of the above (for dynamic scripts)
 
-Left out: streaming, and any real tokenizer (token counts are rough: 4 characters a token).
+A request with `"stream": true` gets the reply as llama-server streams it: Server-Sent Events,
+`data: <json>` each, one chunk per piece of `piece` characters, `delay` seconds apart, then
+`data: [DONE]`. The `delta`s of the chunks for reply(call("read_file", path="a.txt"),
+content="Let me look.") with piece 8, in order:
+
+    {"role": "assistant", "content": ""}                  every stream opens so
+    {"content": "Let me l"}, {"content": "ook."}          after the reasoning_content's, if any
+    {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                     "function": {"name": "read_file", "arguments": ""}}]}
+    {"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}   the arguments, then
+    ... ' "a.txt"' and '}' the same way
+    {}                                                    with finish_reason "tool_calls"
+
+then, when stream_options.include_usage is set, a chunk with "choices": [] and the usage. With
+`"timings_per_token": true` every chunk also carries llama-server's `timings`. `streams` records,
+per streamed reply, how many events went out and whether the client hung up first.
+
+Left out: any real tokenizer (token counts are rough: 4 characters a token; in `timings` a
+streamed piece counts as one predicted token), keep-alive while streaming (closing the
+connection ends each stream), streaming fields of a message other than content,
+reasoning_content and tool_calls, and streaming a Midstream break to a request that did not ask
+to stream (it gets a 500 with the error body instead).
 """
 
 import itertools
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,6 +49,14 @@ _ids = itertools.count(1)
 class Status:
     code: int
     body: dict
+
+
+@dataclass
+class Midstream:
+    """A stream that fails after it began: `after` content chunks of "partial ", then
+    `data: {"error": body}` and no [DONE] (the openai client raises openai.APIError on it)."""
+    body: dict
+    after: int = 2
 
 
 def call(name: str, arguments: dict | str | None = None, **kwargs) -> dict:
@@ -44,10 +76,38 @@ def answer(text: str) -> dict:
     return reply(content=text)
 
 
+def prompt_tokens(request: dict) -> int:
+    return len(json.dumps(request["messages"])) // 4  # rough: 4 characters a token
+
+
+def pieces(text: str | None, size: int) -> list[str]:
+    """pieces("Let me look.", 8) == ["Let me l", "ook."]; nothing for None or ""."""
+    text = text or ""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def deltas(message: dict, size: int) -> list[dict]:
+    """The `delta` of each chunk that streams `message`, in llama-server's order."""
+    out = [{"role": "assistant", "content": ""}]
+    out += [{"reasoning_content": piece} for piece in pieces(message.get("reasoning_content"), size)]
+    out += [{"content": piece} for piece in pieces(message.get("content"), size)]
+    for i, tool_call in enumerate(message.get("tool_calls") or []):
+        function = tool_call["function"]
+        out.append({"tool_calls": [{"index": i, "id": tool_call["id"], "type": "function",
+                                    "function": {"name": function["name"], "arguments": ""}}]})
+        out += [{"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
+                for piece in pieces(function["arguments"], size)]
+    return out
+
+
 class FakeServer:
+    piece = 8  # characters of text per streamed chunk
+    delay = 0.0  # seconds between streamed chunks
+
     def __init__(self):
         self.script: list = []
         self.requests: list[dict] = []
+        self.streams: list[dict] = []  # per streamed reply: {"chunks": sent, "total": planned, "hung_up": bool}
         self.gets: list[str] = []  # paths of GET requests (the agent's start-up check)
         self.extra_routes: dict[str, tuple[int, dict]] = {}  # GET path -> (status, JSON body)
         server = self
@@ -65,9 +125,17 @@ class FakeServer:
                 self._send(status, body)
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                self._send(*server._next(body))
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(request)
+                step = server._next(request)
+                if isinstance(step, Status):
+                    self._send(step.code, step.body)
+                elif request.get("stream"):
+                    self._stream(server._events(request, step))
+                elif isinstance(step, Midstream):
+                    self._send(500, {"error": step.body})
+                else:
+                    self._send(200, server._completion(request, step))
 
             def _send(self, status, body):
                 data = json.dumps(body).encode()
@@ -77,27 +145,73 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _stream(self, events: list):
+                """Write each event as `data: ...` and flush it, until done or the client hangs up.
+                With no Content-Length, the closed connection is what ends the body."""
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                record = {"chunks": 0, "total": len(events), "hung_up": False}
+                server.streams.append(record)
+                for i, event in enumerate(events):
+                    if i and server.delay:
+                        time.sleep(server.delay)
+                    data = event if isinstance(event, str) else json.dumps(event)
+                    # subtle: counted before the write, so that once the client has read [DONE]
+                    # the record is already complete; taken back if the write fails.
+                    record["chunks"] += 1
+                    try:
+                        self.wfile.write(f"data: {data}\n\n".encode())
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        record["chunks"] -= 1
+                        record["hung_up"] = True
+                        return
+
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
-    def _next(self, request: dict) -> tuple[int, dict]:
+    def _next(self, request: dict) -> Status | Midstream | dict:
         if not self.script:
-            return 500, {"error": {"message": "fake server: the script is exhausted", "type": "test"}}
+            return Status(500, {"error": {"message": "fake server: the script is exhausted", "type": "test"}})
         step = self.script.pop(0)
-        if callable(step):
-            step = step(request)
-        if isinstance(step, Status):
-            return step.code, step.body
-        prompt = len(json.dumps(request["messages"])) // 4
-        completion = len(json.dumps(step["message"])) // 4
-        return 200, {
-            "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0,
-            "model": request.get("model", "fake"),
-            "choices": [{"index": 0, **step}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion, "prompt_tokens_details": {"cached_tokens": 0}},
-        }
+        return step(request) if callable(step) else step
+
+    def _usage(self, request: dict, message: dict) -> dict:
+        prompt = prompt_tokens(request)
+        completion = len(json.dumps(message)) // 4
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion, "prompt_tokens_details": {"cached_tokens": 0}}
+
+    def _completion(self, request: dict, step: dict) -> dict:
+        return {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0,
+                "model": request.get("model", "fake"), "choices": [{"index": 0, **step}],
+                "usage": self._usage(request, step["message"])}
+
+    def _events(self, request: dict, step: Midstream | dict) -> list:
+        """Every data event of a streamed reply, in order: chunk dicts, then "[DONE]" (or, for a
+        Midstream, the error event instead)."""
+        head = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion.chunk", "created": 0,
+                "model": request.get("model", "fake")}
+        broken = isinstance(step, Midstream)
+        if broken:
+            sent = [{"role": "assistant", "content": ""}] + [{"content": "partial "}] * step.after
+        else:
+            sent = deltas(step["message"], self.piece)
+        chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in sent]
+        if not broken:
+            chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": step["finish_reason"]}]})
+            if (request.get("stream_options") or {}).get("include_usage"):
+                chunks.append({**head, "choices": [], "usage": self._usage(request, step["message"])})
+        if request.get("timings_per_token"):
+            prompt = prompt_tokens(request)
+            for n, chunk in enumerate(chunks):  # the opening chunk predicts nothing; each piece is a token
+                chunk["timings"] = {"cache_n": 0, "prompt_n": prompt, "predicted_n": min(n, len(sent) - 1),
+                                    "predicted_per_second": 100.0}
+        return chunks + [{"error": step.body} if broken else "[DONE]"]
 
     def close(self):
         self.httpd.shutdown()
