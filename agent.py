@@ -7,34 +7,29 @@ endpoint, append the reply as it came back, run each tool call it asks for throu
 `tools.dispatch`, append the result, and repeat until the model answers without a call or the
 turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
 validates and checks permissions; errors go back to the model as values; a hard cap).
-Small local models need more, and that lives in aids.py, which the loop asks at six named
+Small local models need more, and that lives in aids.py, which the loop asks at seven named
 places; `--plain` switches every aid off, `--no-aid NAME` one of them.
 
-The rest is the model call (`caller`, through the openai client), compaction when the context
-is full (`compact`, the one place history is rewritten), printing (to stderr, markup off for
-model and tool text; stdout gets only the final answer), and the command line.
+The rest is the model call (`caller`, through the openai client, every reply streamed and
+shown as it arrives: `assemble`), compaction when the context is full (`compact`, the one place
+history is rewritten), and the command line. What is printed is screen.py's (stderr; stdout
+gets only the final answer).
 
-Left out on purpose: streaming, running several tool calls at once, a chat REPL, memory between
-runs, and summarising old turns with the model (stubs are cheaper and predictable).
+Left out on purpose: running several tool calls at once, a chat REPL, memory between runs, and
+summarising old turns with the model (stubs are cheaper and predictable).
 """
 
 import argparse
-import difflib
 import json
 import os
 import re
 import sys
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import openai
 from dotenv import dotenv_values
 from openai.types.chat import ChatCompletion
-from rich.console import Console
-from rich.highlighter import JSONHighlighter
-from rich.markdown import Markdown
-from rich.syntax import Syntax
 from rich.text import Text
 
 import aids
@@ -42,6 +37,7 @@ import prompts
 import sandbox
 import transcript
 from transcript import printable
+from screen import Streamed, asker, console, note, render, show_call, show_end, show_json, show_reply, show_result, show_usage
 from tools import TOOLS, Result, Settings, dispatch
 
 EXIT_CODES = {
@@ -54,6 +50,7 @@ EXIT_CODES = {
     6: "an answer taken only because the notes ran out: the harness judged it unfinished (on stdout)",
     130: "interrupted (Ctrl-C)",
 }
+EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
@@ -61,11 +58,9 @@ SAMPLING = {"temperature": 0.7, "top_p": 0.8}
 CUT = Result("Error: your reply was cut off at the token limit, so this call was not run. Reply again, shorter.",
              ok=False)
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
-SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
                "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
 
-console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
 
 
 class Stop(Exception):
@@ -79,7 +74,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
     state = aids.Run(task, settings, messages, frozenset(on), log)  # what the aids see of the run
     for turn in range(1, max_turns + 1):
-        choice = ask(messages, aids.begin(state)).choices[0]  # aid: begin the reply for the model
+        # aids: begin the reply for the model; stop it once a call written as text is complete
+        choice = ask(messages, aids.begin(state), lambda text: aids.complete(text, state)).choices[0]
         message, text = choice.message, choice.message.content or ""
         calls = [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
         calls = calls or aids.recover(text, state)  # aid: calls written as text
@@ -138,46 +134,88 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries,
                            http_client=openai.DefaultHttpxClient(event_hooks={"response": [once]}))
 
-    def send(request: dict) -> ChatCompletion:
+    def send(request: dict, screen=lambda kind, piece: False) -> ChatCompletion:
         try:
-            return client.chat.completions.create(**request)
-        except openai.APIConnectionError as error:  # (a timeout is one too)
+            stream = client.chat.completions.create(**{k: v for k, v in request.items() if k not in EXTRAS},
+                                                    extra_body={k: request[k] for k in EXTRAS if k in request})
+            return assemble(stream, screen)
+        except openai.APIConnectionError as error:  # (a timeout is one too, mid-stream as well)
             raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
-        except openai.APIStatusError as error:
+        except openai.APIError as error:  # an HTTP error status, or an error sent inside the stream
+            status = getattr(error, "status_code", 500)
             body = error.body if isinstance(error.body, dict) else {}
             details = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
-            message = details.get("message") or str(error)
-            if error.status_code == 400 and "exceed_context" in f"{details.get('type')} {details.get('code')}":
+            message = details.get("message") or error.message
+            if status == 400 and "exceed_context" in f"{details.get('type')} {details.get('code')}":
                 raise ContextOverflow(details.get("n_prompt_tokens"), details.get("n_ctx")) from None
-            if error.status_code == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
+            if status == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
                 raise ParserError(message) from None
             raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} answered HTTP "
-                          f"{error.status_code}: {message}") from None
+                          f"{status}: {message}") from None
 
     return send
 
 
+def assemble(stream, screen) -> ChatCompletion:
+    """A streamed reply, put together as the whole reply would have come. `screen(kind, piece)`
+    shows each piece as it arrives and says whether the text so far holds a complete call
+    written as text (aids.complete). Then the stream is closed, and llama-server stops
+    generating: the explanation a small model writes after its call costs nothing and is never
+    in the history. (A structured call needs no such stop: with parallel_tool_calls off the
+    server ends the reply after it.)"""
+    text, reasoning, calls, finish, usage, extra, stopped, first = "", "", [], None, None, {}, False, None
+    with stream:
+        for chunk in stream:
+            first, usage, extra = first or chunk, chunk.usage or usage, {**extra, **(chunk.model_extra or {})}
+            for delta, finish in ((c.delta, c.finish_reason or finish) for c in chunk.choices):
+                if piece := getattr(delta, "reasoning_content", None):
+                    reasoning += piece
+                    screen("reasoning", piece)
+                if delta.content:
+                    text += delta.content
+                    stopped = screen("content", delta.content)
+                for part in delta.tool_calls or []:
+                    if part.index == len(calls):
+                        calls.append({"id": part.id, "type": "function", "function": {"name": "", "arguments": ""}})
+                    calls[part.index]["function"]["name"] += part.function and part.function.name or ""
+                    calls[part.index]["function"]["arguments"] += part.function and part.function.arguments or ""
+            if stopped:
+                finish, extra["stopped_after_call"] = "stop", True
+                break
+    timings = extra.get("timings") or {}
+    if usage is None and timings:  # stopped before the usage chunk: llama-server's per-chunk timings say it
+        usage = {"prompt_tokens": timings["prompt_n"] + timings["cache_n"], "completion_tokens": timings["predicted_n"],
+                 "total_tokens": timings["prompt_n"] + timings["cache_n"] + timings["predicted_n"],
+                 "prompt_tokens_details": {"cached_tokens": timings["cache_n"]}}
+    message = {"role": "assistant", "content": text, "tool_calls": calls or None, "reasoning_content": reasoning or None}
+    return ChatCompletion.model_validate({**extra, "id": first.id, "object": "chat.completion", "created": first.created,
+                                          "model": first.model, "usage": usage, "choices": [
+                                              {"index": 0, "message": message, "finish_reason": finish or "stop"}]})
+
+
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
            log=lambda event, **data: None, show_request: bool = False):
-    """ask(messages, begun) for `run`: build the request, send it, account for it and show it.
+    """ask(messages, begun, enough) for `run`: build the request, send it, account for it and show it.
 
     A parser error gets one corrective note and one retry; an overflow compacts the history and
     retries. `begun` is the start of the reply (aids.begin), sent as a last assistant message
-    that llama-server continues. `send(request)` is the live endpoint, or a transcript (--replay).
+    that llama-server continues; `enough(text)` says when a streaming reply holds a complete
+    call (aids.complete). `send(request, screen)` is the live endpoint, or a transcript (--replay).
     """
-    def ask(messages: list, begun: str = ""):
+    def ask(messages: list, begun: str = "", enough=lambda text: False):
         retried = False
         while True:
             request = dict(model=model, messages=messages + ([{"role": "assistant", "content": begun}] if begun else []),
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
-                           max_completion_tokens=MAX_REPLY_TOKENS, **SAMPLING, seed=totals["turns"] + 1)
+                           max_completion_tokens=MAX_REPLY_TOKENS, **SAMPLING, seed=totals["turns"] + 1,
+                           stream=True, stream_options={"include_usage": True}, timings_per_token=True)
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)
             started = time.monotonic()
             try:
-                with console.status("waiting for the model") if console.is_terminal else nullcontext():
-                    response = send(request)  # (the spinner is a thread: only for a person watching)
+                with Streamed(begun, enough) as screen:  # each piece shown as it arrives
+                    response = send(request, screen)
             except ParserError as error:
                 if retried:
                     raise Stop(1, f"error: the server could not parse the model's reply twice ({error})") from None
@@ -196,7 +234,10 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
             if show_request:
                 show_json("response", body)
-            show_reply(response.choices[0].message, begun)
+            if not screen.kind:  # nothing was streamed (a replay)
+                show_reply(response.choices[0].message, begun)
+            if body.get("stopped_after_call"):
+                note("stopped", "the reply's call was complete, so generation stopped there", log)
             show_usage(totals["turns"], max_turns, body, seconds, n_ctx)
             return response
 
@@ -278,111 +319,6 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
         console.print(f"warning: the server's context is only {n_ctx} tokens; long runs will be "
                       "compacted (start llama-server with a larger -c)", style="yellow")
     return n_ctx if isinstance(n_ctx, int) else None
-
-
-# --- printing -------------------------------------------------------------------------------
-
-def note(kind: str, text: str, log=lambda event, **data: None) -> None:
-    """Something the harness did on its own initiative: shown, and kept in the transcript."""
-    console.print(Text(f"⚑ {printable(text)}", style="yellow"))
-    log("note", kind=kind, text=text)
-
-
-def show_json(title: str, body: dict) -> None:
-    """A request or response body, exactly, highlighted and never re-wrapped (copy-pasteable)."""
-    console.rule(title, style="dim")
-    console.print(JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False)))))
-
-
-def show_reply(message, begun: str = "") -> None:
-    if reasoning := getattr(message, "reasoning_content", None):
-        console.print(Text(printable(reasoning.strip()), style="dim italic"))
-    if (text := begun + (message.content or "")).strip():
-        console.print(Text(printable(text.strip()), style="bold"))
-
-
-def show_call(name: str, arguments: str) -> None:
-    args = {k: printable(v) for k, v in aids.parsed(arguments).items() if isinstance(v, str)}
-    console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
-                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
-    if name == "write_file" and "content" in args:
-        lexer = Syntax.guess_lexer(args.get("path", ""), args["content"])
-        console.print(Syntax(args["content"], lexer, line_numbers=True, word_wrap=True))
-
-
-def show_result(result: Result | str) -> None:
-    text = getattr(result, "text", result)
-    lines = printable(text).splitlines()
-    shown = "\n".join(lines[:SCREEN_LINES])
-    if len(lines) > SCREEN_LINES:
-        shown += f"\n… {len(lines) - SCREEN_LINES} more lines (the model sees them all)"
-    console.print(Text(shown, style="red" if text.startswith("Error:") else "green"))
-
-
-def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int | None) -> None:
-    """One dim line a turn: how full the context is, what the prompt cache saved, how fast."""
-    usage = body.get("usage") or {}
-    prompt, completion = usage.get("prompt_tokens", "?"), usage.get("completion_tokens", "?")
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    speed = (body.get("timings") or {}).get("predicted_per_second")
-    parts = [f"turn {turn}/{max_turns}", f"context {prompt}/{n_ctx or '?'}",
-             *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None and prompt != "?" else []),
-             f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]
-    console.print(" · ".join(parts), style="dim")
-
-
-def show_end(code: int, answer: str) -> None:
-    if answer and code in (0, 6):
-        console.print(Markdown(printable(answer)))
-    console.print(f"exit code {code}: {EXIT_CODES.get(code, '?')}", style="dim")
-
-
-def render(events: list[dict]) -> int:
-    """Print a recorded transcript with the same look as the live run."""
-    n_ctx = max_turns = None
-    for event in events:
-        if event["event"] == "start":
-            console.print(Text(printable(event["task"])), style="bold magenta")
-            n_ctx, max_turns = event["config"].get("n_ctx"), event["config"].get("max_turns")
-        elif event["event"] == "response":
-            show_reply(ChatCompletion.model_validate(event["body"]).choices[0].message)
-            show_usage(event["turn"], max_turns, event["body"], event["seconds"], n_ctx)
-        elif event["event"] == "tool":
-            show_call(event["name"], event["arguments"])
-            show_result(event["result"])
-        elif event["event"] == "note":
-            note(event["kind"], event["text"])
-        elif event["event"] == "end":
-            show_end(event["exit_code"], event.get("answer") or "")
-    return 0
-
-
-def asker(workspace: Path):
-    """The approval prompt for --approval ask: y / n / always (for this tool, for this run)."""
-    always: set[str] = set()
-
-    def approve(name: str, args: dict) -> bool:
-        if name in always:
-            return True
-        if name == "write_file":  # named as what will really be replaced, once links are followed
-            target, real = Path(os.path.normpath(workspace / args["path"])), (workspace / args["path"]).resolve()
-            link = f" (a link to {real.relative_to(workspace)})" if real != target else ""
-            console.print(Text(printable(f"write {args['path']}{link}"), style="bold"))
-            old = real.read_text(errors="replace").splitlines(True) if real.is_file() else []
-            diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
-                                                f"a/{args['path']}", f"b/{args['path']}"))
-            console.print(Syntax(printable(diff) or "(no change)", "diff"))
-        else:
-            console.print(Text(f"$ {printable(args['command'])}", style="bold"))
-        try:
-            answer = console.input(Text("allow? [y]es / [n]o / [a]lways for this run: ")).strip().lower()
-        except EOFError:
-            answer = "n"
-        if answer.startswith("a"):
-            always.add(name)
-        return answer[:1] in ("y", "a")
-
-    return approve
 
 
 # --- command line ---------------------------------------------------------------------------
@@ -497,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in check.divergences:
             console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
         console.print(f"replay: {len(check.divergences)} divergence(s) from the recording", style="bold")
-    show_end(code, answer)
+    show_end(code, answer, EXIT_CODES.get(code, "?"))
     if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "

@@ -1,14 +1,16 @@
 """The small-model aids: general answers to the ways small local models fail as agents.
 
-The loop in agent.py is the article's loop plus the lesson's rules. It asks this module at six
-places, each named in the loop: `begin` (before the model is called), `recover` (a reply with no
-structured call), `review` (a reply that would end the run), `instead` and `after` (around each
-tool call) and `stuck` (after a turn). With no aid switched on (`--plain`) each of them does
+The loop in agent.py is the article's loop plus the lesson's rules. It asks this module at seven
+places, each named in the loop: `begin` (before the model is called), `complete` (while a reply
+streams: has it written its call yet?), `recover` (a reply with no structured call), `review` (a
+reply that would end the run), `instead` and `after` (around each tool call) and `stuck` (after a
+turn). With no aid switched on (`--plain`) each of them does
 nothing, and the loop is the article's.
 
 Each aid answers one failure seen in small models in general, never one task:
 
-    text-calls  a call written as text, or a whole file shown as a code block (recover.py reads them)
+    text-calls  a call written as text, or a whole file shown as a code block (recover.py reads them);
+                the prose after it (the streamed reply is stopped once the call is complete)
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
@@ -118,15 +120,36 @@ def recover(text: str, run: Run) -> list[tuple[str, str, str]]:
     takes "no tool_calls" as "done" stops on turn one having done nothing."""
     if "text-calls" not in run.on or not text:
         return []
-    text = run.begun + text if run.begun and not text.startswith(run.begun) else text
-    workspace = run.settings.workspace.resolve()
-    known = [str(path.relative_to(workspace)) for path in run.settings.seen if path.suffix == ".py"]
-    calls, from_blocks = recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings),
-                                     ran_unchanged(run), known)
+    calls, from_blocks = written(text, run)
     if calls:
         blocks = f" ({'; '.join(from_blocks)}, from code blocks)" if from_blocks else ""
         note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", run)
     return [(f"recovered_{len(run.calls)}_{i}", name, arguments) for i, (name, arguments) in enumerate(calls)]
+
+
+def written(text: str, run: Run) -> tuple[list, list]:
+    """recover.recover_all on a reply (with its begun start), knowing what the run has seen."""
+    text = run.begun + text if run.begun and not text.startswith(run.begun) else text
+    workspace = run.settings.workspace.resolve()
+    known = [str(path.relative_to(workspace)) for path in run.settings.seen if path.suffix == ".py"]
+    return recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings), ran_unchanged(run), known)
+
+
+CLOSES = re.compile(r"```|</tool_call>|<\|tool_calls_section_end\|>")  # what can end a call written as text
+
+
+def complete(text: str, run: Run) -> bool:
+    """Whether a reply, while it streams, has just closed a command or a read written as text (a
+    code block or a <tool_call> tag that recover reads as one): the reply is stopped there.
+
+    Failure answered: small models wrap their call in prose, a plan before it and an explanation
+    after it, 200-500 tokens around a call of 50-150; on a CPU that is most of a turn. Nothing
+    planned after a command or a read runs anyway (see blind: it needs that output first); after
+    a file written as a block the reply goes on, since the command that runs it often follows."""
+    if "text-calls" not in run.on or not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
+        return False
+    calls = written(text, run)[0]
+    return bool(calls) and calls[-1][0] in ("run_shell", "read_file")
 
 
 def current_text(path: str, settings: Settings) -> str | None:

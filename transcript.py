@@ -130,7 +130,7 @@ def replayer(events: list[dict]):
     recorded = iter([e for e in events if e["event"] == "tool"])
     divergences = []
 
-    def ask(messages: list) -> ChatCompletion:
+    def ask(request: dict, screen=None) -> ChatCompletion:
         reply = next(replies, None)
         if reply is None:
             raise LookupError("the transcript has no more model replies")

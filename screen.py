@@ -1,0 +1,164 @@
+"""What a person watching a run sees: every message as it happens, on stderr.
+
+Text from the model, tools, files or the server always goes through transcript.printable (no
+escape sequence reaches the terminal) and is printed as rich Text, never as markup. stdout gets
+only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works.
+"""
+
+import difflib
+import json
+import os
+from pathlib import Path
+
+from openai.types.chat import ChatCompletion
+from rich.console import Console
+from rich.highlighter import JSONHighlighter
+from rich.markdown import Markdown
+from rich.syntax import Syntax
+from rich.text import Text
+
+import aids
+from tools import Result
+from transcript import printable
+
+console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
+SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
+
+
+def note(kind: str, text: str, log=lambda event, **data: None) -> None:
+    """Something the harness did on its own initiative: shown, and kept in the transcript."""
+    console.print(Text(f"⚑ {printable(text)}", style="yellow"))
+    log("note", kind=kind, text=text)
+
+
+def show_json(title: str, body: dict) -> None:
+    """A request or response body, exactly, highlighted and never re-wrapped (copy-pasteable)."""
+    console.rule(title, style="dim")
+    console.print(JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False)))))
+
+
+def show_reply(message, begun: str = "") -> None:
+    if reasoning := getattr(message, "reasoning_content", None):
+        console.print(Text(printable(reasoning.strip()), style="dim italic"))
+    if (text := begun + (message.content or "")).strip():
+        console.print(Text(printable(text.strip()), style="bold"))
+
+
+class Streamed:
+    """The reply on screen as it streams: a spinner (on a terminal) until the first piece, then
+    each piece as it arrives. agent.assemble calls it with (kind, piece); it returns whether the
+    content so far is enough (a complete call: the reply is stopped there)."""
+
+    def __init__(self, begun: str = "", enough=lambda text: False):
+        self.begun, self.enough, self.text, self.kind = begun, enough, "", None
+        self.spinner = console.status("waiting for the model") if console.is_terminal else None
+
+    def __enter__(self):
+        if self.spinner:  # (a thread: only for a person watching)
+            self.spinner.start()
+        return self
+
+    def __exit__(self, *error) -> None:
+        if self.spinner:
+            self.spinner.stop()
+        if self.kind:
+            console.print()
+
+    def __call__(self, kind: str, piece: str) -> bool:
+        if kind != self.kind:
+            if self.kind:
+                console.print()
+            elif self.spinner:
+                self.spinner.stop()
+            if kind == "content" and self.begun:
+                console.print(Text(printable(self.begun), style="bold"), end="")
+            self.kind = kind
+        console.print(Text(printable(piece), style="bold" if kind == "content" else "dim italic"), end="")
+        if kind != "content":
+            return False
+        self.text += piece
+        return self.enough(self.text)
+
+
+def show_call(name: str, arguments: str) -> None:
+    args = {k: printable(v) for k, v in aids.parsed(arguments).items() if isinstance(v, str)}
+    console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
+                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
+    if name == "write_file" and "content" in args:
+        lexer = Syntax.guess_lexer(args.get("path", ""), args["content"])
+        console.print(Syntax(args["content"], lexer, line_numbers=True, word_wrap=True))
+
+
+def show_result(result: Result | str) -> None:
+    text = getattr(result, "text", result)
+    lines = printable(text).splitlines()
+    shown = "\n".join(lines[:SCREEN_LINES])
+    if len(lines) > SCREEN_LINES:
+        shown += f"\n… {len(lines) - SCREEN_LINES} more lines (the model sees them all)"
+    console.print(Text(shown, style="red" if text.startswith("Error:") else "green"))
+
+
+def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int | None) -> None:
+    """One dim line a turn: how full the context is, what the prompt cache saved, how fast."""
+    usage = body.get("usage") or {}
+    prompt, completion = usage.get("prompt_tokens", "?"), usage.get("completion_tokens", "?")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    speed = (body.get("timings") or {}).get("predicted_per_second")
+    parts = [f"turn {turn}/{max_turns}", f"context {prompt}/{n_ctx or '?'}",
+             *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None and prompt != "?" else []),
+             f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]
+    console.print(" · ".join(parts), style="dim")
+
+
+def show_end(code: int, answer: str, meaning: str) -> None:
+    if answer and code in (0, 6):
+        console.print(Markdown(printable(answer)))
+    console.print(f"exit code {code}: {meaning}", style="dim")
+
+
+def render(events: list[dict]) -> int:
+    """Print a recorded transcript with the same look as the live run."""
+    n_ctx = max_turns = None
+    for event in events:
+        if event["event"] == "start":
+            console.print(Text(printable(event["task"])), style="bold magenta")
+            n_ctx, max_turns = event["config"].get("n_ctx"), event["config"].get("max_turns")
+        elif event["event"] == "response":
+            show_reply(ChatCompletion.model_validate(event["body"]).choices[0].message)
+            show_usage(event["turn"], max_turns, event["body"], event["seconds"], n_ctx)
+        elif event["event"] == "tool":
+            show_call(event["name"], event["arguments"])
+            show_result(event["result"])
+        elif event["event"] == "note":
+            note(event["kind"], event["text"])
+        elif event["event"] == "end":
+            show_end(event["exit_code"], event.get("answer") or "", event.get("meaning", "?"))
+    return 0
+
+
+def asker(workspace: Path):
+    """The approval prompt for --approval ask: y / n / always (for this tool, for this run)."""
+    always: set[str] = set()
+
+    def approve(name: str, args: dict) -> bool:
+        if name in always:
+            return True
+        if name == "write_file":  # named as what will really be replaced, once links are followed
+            target, real = Path(os.path.normpath(workspace / args["path"])), (workspace / args["path"]).resolve()
+            link = f" (a link to {real.relative_to(workspace)})" if real != target else ""
+            console.print(Text(printable(f"write {args['path']}{link}"), style="bold"))
+            old = real.read_text(errors="replace").splitlines(True) if real.is_file() else []
+            diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
+                                                f"a/{args['path']}", f"b/{args['path']}"))
+            console.print(Syntax(printable(diff) or "(no change)", "diff"))
+        else:
+            console.print(Text(f"$ {printable(args['command'])}", style="bold"))
+        try:
+            answer = console.input(Text("allow? [y]es / [n]o / [a]lways for this run: ")).strip().lower()
+        except EOFError:
+            answer = "n"
+        if answer.startswith("a"):
+            always.add(name)
+        return answer[:1] in ("y", "a")
+
+    return approve
