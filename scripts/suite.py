@@ -33,6 +33,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -248,7 +249,24 @@ def report(folder: Path) -> str:
             cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else ""))
         commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
+    lines += ["", "| label | seconds per turn | generated tokens per task | median seconds per solved task | "
+                  "timeouts |", "| --- | --- | --- | --- | --- |"]
+    for label, results in sorted(labels.items()):
+        lines.append(f"| {label} | " + " | ".join(speed(results)) + " |")
     return "\n".join(lines)
+
+
+def speed(results: list[dict]) -> list[str]:
+    """Where the time went, over all of a label's tasks: seconds per model turn and generated
+    tokens per task (from the runs that ended on their own: a run killed at the timeout has no
+    transcript end), the median wall time of a solved task, and how many hit the timeout."""
+    ended = [r for r in results if isinstance(r.get("turns"), int) and r["turns"] > 0 and "seconds" in r]
+    tokens = [r["tokens"]["completion"] for r in ended if isinstance(r.get("tokens"), dict)]
+    solved = [r["seconds"] for r in results if r.get("solved") and "seconds" in r]
+    return [f"{sum(r['seconds'] for r in ended) / sum(r['turns'] for r in ended):.1f}" if ended else "?",
+            f"{statistics.mean(tokens):.0f}" if tokens else "?",
+            f"{statistics.median(solved):.0f}" if solved else "?",
+            str(sum(r.get("exit") == "timeout" for r in results))]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -192,7 +192,25 @@ def test_report_is_one_markdown_row_per_label_without_a_server(tmp_path):
         "| --- | --- | --- | --- |",
         f"| aids | 2/3 of {dev} | 1/1 of {holdout} | abc1234, def5678+dirty |",
         f"| full | {(dev + 1) // 2}/{dev} | 0/0 of {holdout} | abc1234 |",
+        "",
+        "| label | seconds per turn | generated tokens per task | median seconds per solved task | timeouts |",
+        "| --- | --- | --- | --- | --- |",
+        "| aids | ? | ? | ? | 0 |",  # no timings in these results
+        "| full | ? | ? | ? | 0 |",
     ]
+
+
+def test_the_report_says_where_the_time_went(tmp_path):
+    runs = tmp_path / "runs"
+    task, other, third = json.loads((suite.TASKS / "split.json").read_text())["dev"][:3]
+    for name, solved, seconds, turns, exit in ((task, True, 100.0, 4, 0), (other, True, 60.0, 2, 6), (third, False, 900.0, None, "timeout")):
+        folder = runs / "speed" / name
+        folder.mkdir(parents=True)
+        tokens = {"completion": 10 * turns} if turns else None
+        (folder / "result.json").write_text(json.dumps({"task": name, "split": "dev", "solved": solved, "commit": "c",
+                                                        "seconds": seconds, "turns": turns, "tokens": tokens, "exit": exit}))
+    run = subprocess.run([*SUITE, "--report", str(runs)], capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines()[-1] == "| speed | 26.7 | 30 | 80 | 1 |"  # 160 s / 6 turns; (40 + 20) / 2; median of 100, 60
 
 
 def test_unreachable_server_is_one_line_and_exit_1(tmp_path):
