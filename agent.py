@@ -176,20 +176,23 @@ def assemble(stream, screen) -> ChatCompletion:
                     stopped = screen("content", delta.content)
                 for part in delta.tool_calls or []:
                     if part.index == len(calls):
-                        calls.append({"id": part.id, "type": "function", "function": {"name": "", "arguments": ""}})
+                        calls.append({"id": part.id or f"call_{part.index}", "type": "function",
+                                      "function": {"name": "", "arguments": ""}})
                     calls[part.index]["function"]["name"] += part.function and part.function.name or ""
                     calls[part.index]["function"]["arguments"] += part.function and part.function.arguments or ""
             if stopped:
                 finish, extra["stopped_after_call"] = "stop", True
                 break
-    timings = extra.get("timings") or {}
-    if usage is None and timings:  # stopped before the usage chunk: llama-server's per-chunk timings say it
-        usage = {"prompt_tokens": timings["prompt_n"] + timings["cache_n"], "completion_tokens": timings["predicted_n"],
-                 "total_tokens": timings["prompt_n"] + timings["cache_n"] + timings["predicted_n"],
-                 "prompt_tokens_details": {"cached_tokens": timings["cache_n"]}}
+    timings = {k: v for k, v in (extra.get("timings") or {}).items() if isinstance(v, (int, float))}
+    if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it
+        prompt = timings.get("prompt_n", 0) + timings.get("cache_n", 0)
+        usage = {"prompt_tokens": prompt, "completion_tokens": timings["predicted_n"],
+                 "total_tokens": prompt + timings["predicted_n"],
+                 "prompt_tokens_details": {"cached_tokens": timings.get("cache_n", 0)}}
     message = {"role": "assistant", "content": text, "tool_calls": calls or None, "reasoning_content": reasoning or None}
-    return ChatCompletion.model_validate({**extra, "id": first.id, "object": "chat.completion", "created": first.created,
-                                          "model": first.model, "usage": usage, "choices": [
+    return ChatCompletion.model_validate({**extra, "id": getattr(first, "id", ""), "object": "chat.completion",
+                                          "created": getattr(first, "created", 0), "model": getattr(first, "model", ""),
+                                          "usage": usage, "choices": [
                                               {"index": 0, "message": message, "finish_reason": finish or "stop"}]})
 
 
