@@ -70,6 +70,18 @@ DEFAULT_BASE_URL = "http://localhost:8000/v1"
 # x K and V x 2 bytes = 28 KiB a token, so 896 MiB at 32k; the 0.5B needs 12 KiB a token), and a
 # long agent run should hit the model's limit, not an arbitrary smaller one.
 DEFAULT_CTX = 32768
+# Speculative decoding, compared by `scripts/bench --speculation` on the suite's longest replies
+# (README: Performance). The server checks each drafted token by sampling the big model as usual
+# and keeps a draft only where it agrees, so the output is the model's own at any temperature;
+# only the speed differs.
+SPECULATION_CHOICES = {
+    "none": [],
+    "ngram-simple": ["--spec-type", "ngram-simple", "--spec-draft-n-max", "64"],
+    "ngram-mod": ["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "12", "--spec-ngram-mod-n-min", "8",
+                  "--spec-ngram-mod-n-max", "32"],
+    "draft 0.5b": ["--spec-type", "draft-simple", "--spec-draft-n-max", "8"],  # -md: the 0.5B's path
+}
+SPECULATION = SPECULATION_CHOICES["ngram-mod"]
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 # What building llama-server from an empty cache took on this project's machine kind (Debian 12,
 # 2 cores, other work running too): 736 s from the build log's creation to the binary's, the
@@ -397,9 +409,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def server_command(binary: Path, model: Path, port: int, alias: str, ctx: int = DEFAULT_CTX) -> list[str]:
+def server_command(binary: Path, model: Path, port: int, alias: str, ctx: int = DEFAULT_CTX,
+                   speculation: list[str] | None = None) -> list[str]:
     return [str(binary), "-m", str(model), "-a", alias, "--host", "127.0.0.1", "--port", str(port),
-            "-c", str(ctx),
+            "-c", str(ctx), *(SPECULATION if speculation is None else speculation),
             "-np", "1",  # one agent, one slot: every request reuses the same prompt cache
             "-t", str(len(os.sched_getaffinity(0))),
             "--jinja",  # the model's own chat template, with tool calls (the default; said for older builds)

@@ -8,6 +8,8 @@ Left out on purpose: any assertion on a time or a size (those depend on the mach
 to the benchmark's own output).
 """
 
+import importlib.machinery
+import importlib.util
 import re
 import subprocess
 import sys
@@ -63,3 +65,28 @@ def test_short_run_against_a_real_server_counts_its_tokens(tmp_path, llama_serve
     assert re.match(r"\d+(\.\d+)?% \(\d+ of \d+ tokens", cache) or "the run had 1 turn" in cache, cache
     if "%" in cache:  # a real run's requests, read back from its transcript, only ever grew
         assert "history append-only: yes" in cache, cache
+
+
+def load_bench():
+    """scripts/bench as a module (its file name has no .py)."""
+    loader = importlib.machinery.SourceFileLoader("bench", str(BENCH))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench", loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_speculation_replays_the_longest_replies_at_temperature_zero(tmp_path):
+    import transcript
+    log = transcript.writer(tmp_path / "task-a" / "transcript.jsonl", [])
+    messages = [{"role": "user", "content": "go"}]
+    for turn, made in enumerate([40, 300, 10, 120], start=1):
+        log("request", turn=turn, body={"model": "m", "messages": messages, "stream": True, "seed": turn,
+                                         "stream_options": {"include_usage": True}, "temperature": 0.7})
+        log("response", turn=turn, body={"usage": {"completion_tokens": made}}, seconds=1.0)
+        messages = [*messages, {"role": "assistant", "content": f"reply {turn}"}]
+    log.close()
+    turns = load_bench().write_turns([tmp_path / "task-a" / "transcript.jsonl"], 2)
+    assert [t["made"] for t in turns] == [300, 120] and {t["task"] for t in turns} == {"task-a"}
+    body = turns[0]["body"]
+    assert body["temperature"] == 0 and body["max_tokens"] == 300 and len(body["messages"]) == 2
+    assert not {"stream", "stream_options", "seed"} & set(body)  # one whole reply, the same for every setting

@@ -7,12 +7,16 @@ Left out on purpose: cmake itself and pip itself.
 """
 
 import hashlib
+import json
 import http.server
 import os
 import socket
 import sys
 import threading
+import urllib.request
 import zipfile
+
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +181,18 @@ def test_a_silent_step_still_shows_the_clock(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) >= 2 and all(line.startswith("serve: building: 10% of steps, ") for line in lines)
     assert len(set(lines)) == len(lines)  # each says a later time
+
+
+def test_the_server_starts_with_the_chosen_speculation_and_it_drafts(llama_server):
+    """The session's real server comes from serve.server_command, so it runs SPECULATION; asked to
+    copy a block of code it has just been shown, the server reports drafted tokens it accepted."""
+    command = serve.server_command(Path("llama-server"), Path("model.gguf"), 1, "x")
+    assert serve.SPECULATION and " ".join(serve.SPECULATION) in " ".join(command)
+    code = "\n".join(f"def f{n}(x):\n    return x * {n} + {n * n}\n" for n in range(12))
+    body = {"model": llama_server.model, "temperature": 0, "max_tokens": 200, "messages": [
+        {"role": "user", "content": f"Here is a file:\n```python\n{code}```\nWrite the same file again, unchanged."}]}
+    request = urllib.request.Request(llama_server.url + "/chat/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        timings = json.load(response)["timings"]
+    assert timings.get("draft_n", 0) > 0 and timings.get("draft_n_accepted", 0) > 0, timings
