@@ -238,6 +238,7 @@ def report(folder: Path) -> str:
     for path in sorted(folder.glob("*/*/result.json")):
         result = load(path)
         if result is not None:
+            result["generation"] = generation(path.parent / "transcript.jsonl")
             labels.setdefault(path.parent.parent.name, []).append(result)
     size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
     lines = ["| label | " + " | ".join(SPLITS) + " | commit |", "| --- | " + "--- | " * len(SPLITS) + "--- |"]
@@ -249,22 +250,42 @@ def report(folder: Path) -> str:
             cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else ""))
         commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
-    lines += ["", "| label | seconds per turn | generated tokens per task | median seconds per solved task | "
-                  "timeouts |", "| --- | --- | --- | --- | --- |"]
+    lines += ["", "| label | seconds per turn | generated tokens per task | generated tokens/s | "
+                  "median seconds per solved task | timeouts |", "| --- | --- | --- | --- | --- | --- |"]
     for label, results in sorted(labels.items()):
         lines.append(f"| {label} | " + " | ".join(speed(results)) + " |")
     return "\n".join(lines)
 
 
+def generation(transcript: Path) -> tuple[int, float]:
+    """Tokens generated and seconds spent generating them, from the server's `timings` in the
+    transcript's replies (llama-server sends them; (0, 0.0) when there are none)."""
+    made, seconds = 0, 0.0
+    try:
+        lines = transcript.read_text().splitlines()
+    except OSError:
+        return made, seconds
+    for line in lines:
+        try:
+            timings = json.loads(line)["body"].get("timings") or {}
+            made, seconds = made + timings["predicted_n"], seconds + timings["predicted_ms"] / 1000
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return made, seconds
+
+
 def speed(results: list[dict]) -> list[str]:
     """Where the time went, over all of a label's tasks: seconds per model turn and generated
     tokens per task (from the runs that ended on their own: a run killed at the timeout has no
-    transcript end), the median wall time of a solved task, and how many hit the timeout."""
+    transcript end), the generation speed the server reported over every reply, the median wall
+    time of a solved task, and how many hit the timeout."""
     ended = [r for r in results if isinstance(r.get("turns"), int) and r["turns"] > 0 and "seconds" in r]
     tokens = [r["tokens"]["completion"] for r in ended if isinstance(r.get("tokens"), dict)]
     solved = [r["seconds"] for r in results if r.get("solved") and "seconds" in r]
+    made, seconds = (sum(column) for column in zip((0, 0.0), *(r.get("generation") or (0, 0.0) for r in results)))
     return [f"{sum(r['seconds'] for r in ended) / sum(r['turns'] for r in ended):.1f}" if ended else "?",
             f"{statistics.mean(tokens):.0f}" if tokens else "?",
+            f"{made / seconds:.1f}" if seconds else "?",
             f"{statistics.median(solved):.0f}" if solved else "?",
             str(sum(r.get("exit") == "timeout" for r in results))]
 
