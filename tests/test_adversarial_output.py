@@ -23,7 +23,6 @@ import contextlib
 import io
 import json
 import os
-import signal
 import socket
 import stat
 import sys
@@ -36,6 +35,7 @@ import agent
 import aids
 import sandbox
 from fake_server import Status, answer, call, reply
+from test_adversarial import fails_if_blocked
 
 PASSWORD = f"hunter2-{os.getpid()}-pw"
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is missing or does not work here")
@@ -75,24 +75,6 @@ def events(path: Path) -> list[dict]:
 
 def with_password(url: str) -> str:
     return url.replace("http://", f"http://me:{PASSWORD}@")
-
-
-class Hung(BaseException):
-    """Raised by `fails_if_blocked`; a BaseException, so nothing in the agent turns it into a value."""
-
-
-@contextlib.contextmanager
-def fails_if_blocked(seconds: int):
-    """Turn a hang (a blocking open of a FIFO) into a failure instead of a stuck suite."""
-    def bail(signum, frame):
-        raise Hung(f"still blocked after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, bail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --- credentials in the base URL -------------------------------------------------------------
