@@ -1,5 +1,6 @@
 """Shared fixtures: a scripted fake endpoint, and the real agent run in-process against it."""
 
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import agent  # noqa: E402
 from fake_server import FakeServer  # noqa: E402
+
+# A test runner started in the background by a script (`scripts/test &`, nohup: no job control)
+# gets SIGINT ignored, and every process it starts inherits that, so the Ctrl-C tests would fail
+# for the runner's sake. Take Ctrl-C back: a Python handler, reset to the default in children.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
