@@ -282,7 +282,8 @@ def speed(results: list[dict]) -> list[str]:
     ended = [r for r in results if isinstance(r.get("turns"), int) and r["turns"] > 0 and "seconds" in r]
     tokens = [r["tokens"]["completion"] for r in ended if isinstance(r.get("tokens"), dict)]
     solved = [r["seconds"] for r in results if r.get("solved") and "seconds" in r]
-    made, seconds = (sum(column) for column in zip((0, 0.0), *(r.get("generation") or (0, 0.0) for r in results)))
+    made = sum(r.get("generation", (0, 0.0))[0] for r in results)
+    seconds = sum(r.get("generation", (0, 0.0))[1] for r in results)
     return [f"{sum(r['seconds'] for r in ended) / sum(r['turns'] for r in ended):.1f}" if ended else "?",
             f"{statistics.mean(tokens):.0f}" if tokens else "?",
             f"{made / seconds:.1f}" if seconds else "?",
