@@ -10,6 +10,7 @@ import hashlib
 import json
 import http.server
 import os
+import platform
 import socket
 import sys
 import threading
@@ -170,6 +171,24 @@ def test_the_build_reports_progress_elapsed_time_and_the_estimate(cache, tmp_pat
                           for n in (50, 100)]
     assert lines[3] == f"serve: built {serve.build_dir() / 'bin' / 'llama-server'} in 0 s"
     assert "[ 50%] Building" in serve.build_dir().with_suffix(".log").read_text()  # the full output is kept
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="AMX is an x86 extension")
+def test_the_native_build_leaves_amx_off(cache, tmp_path, monkeypatch):
+    # Some VMs of this kind list amx_tile but trap on it: llama-server died loading a model.
+    (cache / f"llama-cpp-{serve.LLAMA_CPP['version']}" / "src" / "llama.cpp").mkdir(parents=True)
+    tools, seen = tmp_path / "tools", tmp_path / "configure.args"
+    tools.mkdir()
+    (tools / "cmake").write_text(f'#!/bin/sh\n[ "$1" = --build ] || {{ printf "%s\\n" "$@" > {seen}; exit 0; }}\n'
+                                 'mkdir -p "$2/bin" && touch "$2/bin/llama-server"\n')
+    (tools / "cmake").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    serve.build_server()
+    args = seen.read_text().splitlines()
+    assert "-DGGML_NATIVE=ON" in args
+    for language in ("C", "CXX"):
+        flags = next(a for a in args if a.startswith(f"-DCMAKE_{language}_FLAGS=")).split("=", 1)[1].split()
+        assert {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"} <= set(flags)
 
 
 def test_a_silent_step_still_shows_the_clock(monkeypatch, capsys):
