@@ -18,6 +18,9 @@ Each aid answers one failure seen in small models in general, never one task:
                 is begun as the file to fix (its name and a code fence) for the model to continue
     repeats     the same call and result over and over, or the same reply again after a note
     injection   orders addressed to an AI inside a tool result, which small models obey
+    by-hand     a number counted or added up in the model's head, which small models get wrong
+    unchanged   an answer when nothing was changed: small models run or read one thing, describe
+                it, and stop, the change asked for never made (the model is asked, not the task read)
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -27,8 +30,10 @@ Left out on purpose: forcing replies through a JSON schema (the 1.5B model fille
 with placeholders), summarising with the model, and any rule that names a task.
 """
 
+import hashlib
 import json
 import os
+import stat
 import re
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -41,7 +46,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin", "repeats", "injection")
+NAMES = ("text-calls", "nudge", "begin", "repeats", "injection", "by-hand", "unchanged")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -77,16 +82,30 @@ def begin(run: Run) -> str:
 
     Failure answered: after a note that its last command failed, or that the change it claims was
     never made, a small model explains in prose what it would change, again and again, instead of
-    changing it. Begun as a file block (the
-    file's name and an open code fence), it writes the file: small models write code far better
-    in a code block than inside a JSON string. The file is chosen from the run (`to_fix`)."""
+    changing it. Begun as the action, it acts: as a file block (the file's name and an open code
+    fence) it writes the file, and small models write code far better in a code block than inside
+    a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
+    written in a reply (no file to fix), the reply is begun as a new program, an open ```python
+    fence that text-calls runs; so it is after a note that a number was worked out in the head
+    (nudge: by_hand)."""
     run.first, run.begun = len(run.calls), ""
     run.before = snapshot(run.settings) if run.before is None else run.before
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
-    if "begin" in run.on and just_noted and run.notes[-1] in ("failed", "claimed") and (path := to_fix(run)):
+    kind = run.notes[-1] if "begin" in run.on and just_noted else None
+    if kind in ("failed", "claimed") and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
+    elif language := "python" if kind == "by_hand" or kind == "failed" and rewritten(run) else None:
+        run.begun = f"```{language}\n"
+        note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun
+
+
+def rewritten(run: Run) -> bool:
+    """Did the last failed command run a program from a reply (text-calls runs a ```python block
+    as python3 - <<...)? It has no file to begin: a new program is begun instead."""
+    failed = next((arguments for name, arguments, result in reversed(run.calls) if not result.ok and name == "run_shell"), "")
+    return str(parsed(failed).get("command", "")).startswith("python3 - <<")
 
 
 def to_fix(run: Run) -> str | None:
@@ -289,11 +308,20 @@ NOTES = {
             "call write_file with its path and its full new content, or put the file's name on the line "
             "right before its code block; then run it, and answer once a run succeeds.",
     "failed": "Your last tool call failed and nothing has worked since. Do not give up or ask the user: "
-              "find the cause in its output, fix it (write the file again with the fix), and run it again. "
+              "find the cause in its output, fix it (write the file or the program again with the fix), and run it again. "
               "If it truly cannot be done, answer with the reason.",
     "claimed": "Your answer says you changed files, but no file in the workspace has changed in this run: "
                "nothing was saved. Read the file if you have not, write its whole new content with write_file "
                "(or its name on one line and its whole content in a code block), then run it.",
+    "by_hand": "No file or command in this run shows the number(s) in your answer: you worked them out in your head, "
+               "and that is often wrong. Compute them with a command that prints them (a short python3 program "
+               "or a shell pipeline over the data), then answer with what it printed.",
+    "missing": "Your answer says a file was written, but {name} is not in the workspace: nothing was saved. "
+               "Write it now (write_file, or a command that creates it), then check it.",
+    "unchanged": "Nothing in the workspace has changed in this run. If the task asks for a change (to fix, add, "
+                 "rename, create or write something), it is not done yet: read the file to change, write its whole "
+                 "new content with write_file, then run it to check. If the task only asks a question, give your "
+                 "answer again.",
     "plan": "Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
             "step now, with one tool call.",
     "unchecked": "You changed files and have not run anything since, so the change is untested. Run the "
@@ -304,9 +332,13 @@ PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+
 # A reply that says it changed files: "I've updated todo.py", "the file has been fixed".
 CLAIMS = re.compile(r"(?:\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?|\b(?:has|have) (?:now )?been\s+"
                     r"|\b(?:was|were|is now|are now)\s+(?:successfully\s+)?)(?:updated|changed|added|fixed|modified|"
-                    r"created|written|wrote|implemented|renamed|moved|edited|replaced)\b", re.I)
+                    r"created|written|wrote|implemented|renamed|moved|edited|replaced|corrected)\b", re.I)
 UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache"}  # changes there are no change to the work
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block's body
+NUMBER = re.compile(r"(?<![\w.-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w-]|\.\d)")  # 7, 3596.41, 80,250; not req-7309, v2
+WROTE = re.compile(r"\b(?:wrote|written|saved|stored|created)\b", re.I)
+FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w{0,4})(?![\w/-])")  # balance.txt, src/a.py
+LIST_MARK = re.compile(r"^\s*\d+[.)]\s", re.M)  # "1. Read the file": a step's number, not a result
 
 
 def review(text: str, finish_reason: str | None, run: Run) -> int | str:
@@ -316,25 +348,32 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     Exit 0 is an answer given freely. repeats: the same reply again after a note is a loop
     (exit 5). nudge: a reply that is no answer yet gets a note with the task restated, at most
     MAX_NOTES in a run, some kinds only once or twice; when the notes for an unfinished reply
-    have run out, the reply is taken, and the exit code (6) says so."""
+    have run out, the reply is taken, and the exit code (6) says so. by-hand: an answer whose
+    numbers nothing in the run shows gets one note; unchanged: an answer when nothing in the
+    workspace has changed gets one note, asking whether the task wanted a change (both advice:
+    never a reason for exit 5 or 6)."""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     repeated = bool(run.notes) and bool(run.replies) and same(text, run.replies[-1])
     run.replies.append(text)
-    if "nudge" not in run.on:
-        return 0
-    why = unfinished(text, finish_reason, run)
+    nudge = "nudge" in run.on
+    why = unfinished(text, finish_reason, run) if nudge else None
     if why and "repeats" in run.on and repeated:
         console.print("stopped: the model gave the same reply again after a note", style="bold yellow")
         return 5
-    if why and len(run.notes) >= MAX_NOTES or not why and (why := unfinished(text, finish_reason, run, False)):
+    if why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
+    if not why and "by-hand" in run.on and "by_hand" not in run.notes and by_hand(text, run):
+        why = "by_hand"
+    if not why and "unchanged" in run.on and run.calls and not {"unchanged", "by_hand"} & set(run.notes) and unchanged(run):
+        why = "unchanged"  # (not after by_hand: a number computed answers a question)
     if not why:
         return 0
     run.notes.append(why)
-    note("nudge", NOTES.get(why, why), run)
-    return AGAIN.format(task=run.task) + NOTES.get(why, why)
+    words = NOTES["missing"].format(name=missing(text, run)) if why == "missing" else NOTES.get(why, why)
+    note("nudge", words, run)
+    return AGAIN.format(task=run.task) + words
 
 
 def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = True) -> str | None:
@@ -359,7 +398,9 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "code"
     if last and not last.ok and left("failed", 2):
         return "failed"
-    if CLAIMS.search(text) and left("claimed", 2) and run.before is not None and snapshot(run.settings) == run.before:
+    if (name := missing(text, run)) and left("missing", 1):
+        return "missing"
+    if CLAIMS.search(text) and left("claimed", 2) and unchanged(run):
         return "claimed"
     if PLANS.search(text) and left("plan", 1):
         return "plan"
@@ -368,16 +409,57 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
     return None
 
 
-def snapshot(settings: Settings, limit: int = 20_000) -> dict:
-    """Size and modification time of the workspace's files (not in UNWATCHED folders), to tell
-    whether the run changed anything, whichever tool did it."""
+def unchanged(run: Run) -> bool:
+    """Is every file in the workspace as it was when the run began?"""
+    return run.before is not None and snapshot(run.settings) == run.before
+
+
+def by_hand(text: str, run: Run) -> bool:
+    """Does the answer, or a data file the run wrote with write_file, give a number that no tool
+    result holds, or, while no command has yet worked in this run, no command printed? (The
+    task is not searched: aids never read it.) Small models count and add up in their head, and get it wrong: a number
+    that was never on the page was worked out, not read, and one given after reading alone was
+    never computed. (A count that happens to appear in the data, once a command has worked,
+    slips through; a wrong total rarely does.)"""
+    def numbers(text: str, split: bool = False) -> set[float]:  # split: "1,250" in a CSV row is 1 and 250 too
+        found = NUMBER.findall(LIST_MARK.sub(" ", text)) + (re.findall(r"\d+(?:\.\d+)?", text) if split else [])
+        return {float(n.replace(",", "")) for n in found}
+    worked = any(name == "run_shell" and result.exit_code == 0 for name, _, result in run.calls)
+    known = set().union(*(numbers(result.text, True) for name, _, result in run.calls if worked or name == "run_shell"))
+    data = [parsed(arguments).get("content") for name, arguments, result in run.calls
+            if name == "write_file" and result.ok and not fence(str(parsed(arguments).get("path")))]
+    said = FENCED.sub(" ", text) + "\n" + "\n".join(content for content in data if isinstance(content, str))
+    return bool(numbers(said) - known)
+
+
+def missing(text: str, run: Run) -> str | None:
+    """A file the answer says was written or saved that is not in the workspace (small models
+    describe the write they never made), or None."""
+    if not WROTE.search(text):
+        return None
+    for name in FILE_NAME.findall(FENCED.sub(" ", text)):
+        with suppress(Exception):
+            if not inside(name, run.settings).exists():
+                return name
+    return None
+
+
+def snapshot(settings: Settings, limit: int = 20_000, hashed: int = 1 << 20) -> dict:
+    """What the workspace's files (not in UNWATCHED folders) hold, to tell whether the run changed
+    anything, whichever tool did it: a hash of each file up to `hashed` bytes (`sed -i` that
+    matched nothing rewrites a file unchanged), size and modification time of larger ones."""
     found = {}
     for root, folders, names in os.walk(settings.workspace):
         folders[:] = [folder for folder in folders if folder not in UNWATCHED]
         for name in names[:limit - len(found)]:
+            path = os.path.join(root, name)
             with suppress(OSError):
-                info = os.lstat(os.path.join(root, name))
-                found[os.path.join(root, name)] = (info.st_size, info.st_mtime_ns)
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= hashed:
+                    with open(path, "rb") as handle:
+                        found[path] = hashlib.blake2b(handle.read(), digest_size=16).digest()
+                else:
+                    found[path] = (info.st_mode, info.st_size, info.st_mtime_ns)
     return found
 
 

@@ -24,6 +24,9 @@ KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|t
         '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
 
 
+QUIET = ["--no-aid", "unchanged"]  # for tests of other aids whose answer ends a run that changed nothing
+
+
 def note_in(request: dict) -> str:
     """The note that ends this request (before a reply begun for the model, if there is one),
     after the task restated at its start (aids.AGAIN)."""
@@ -138,7 +141,7 @@ def test_kimi_markup_is_recovered(run_agent, fake, workspace):
 
 def test_a_tool_called_as_a_python_function_is_recovered(run_agent, fake, workspace):
     (workspace / "sales.csv").write_text("region,amount\nNorth,2.5\n")
-    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"))
+    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"), flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
     assert code == 0 and out == "2.50\n"
     assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_0_0",
                                                 "content": "region,amount\nNorth,2.5\n"}
@@ -217,7 +220,7 @@ def test_a_command_after_a_read_or_a_good_write_runs(run_agent, fake, workspace)
 def test_output_quoted_from_a_real_run_is_not_called_imagined_nor_run_again(run_agent, fake, workspace):
     (workspace / "server.log").write_text("10:23:07 INFO req-7308 ok\n10:23:08 ERROR req-7309 timeout\n")
     quoted = "```sh\ngrep ERROR server.log\n```\nOutput:\n```\n10:23:08 ERROR req-7309 timeout\n```\nIt is req-7309."
-    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer(quoted))
+    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer(quoted), flags=QUIET)
     assert code == 0 and out == quoted + "\n" and len(fake.requests) == 2
 
 
@@ -251,20 +254,20 @@ def test_a_whole_call_written_as_text_before_the_cut_runs(run_agent, fake, works
 def test_an_answer_right_after_a_failed_command_gets_the_task_and_the_failed_note(run_agent, fake):
     give_up = "The command failed. Please check the file and provide more details."
     code, out, _ = run_agent(reply(call("run_shell", command="echo x > f.txt; exit 2")), answer(give_up),
-                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.")
+                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.", flags=QUIET)
     assert code == 0 and out == "It runs now.\n"
     note = fake.requests[2]["messages"][-1]
     assert note == {"role": "user", "content": aids.AGAIN.format(task="Fix the build.") + aids.NOTES["failed"]}
     # switched off, the same script ends on the give-up
     fake.requests.clear()
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up), flags=["--no-aid", "nudge"])
+    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up), flags=["--no-aid", "unchanged", "--no-aid", "nudge"])
     assert code == 0 and out == give_up + "\n" and len(fake.requests) == 2
 
 
 def test_failed_notes_are_at_most_two(run_agent, fake):
-    replies = [answer(f"It does not work ({i}).") for i in range(4)]
+    replies = [answer(f"It does not work ({i}).") for i in "abcd"]
     code, out, _ = run_agent(reply(call("run_shell", command="exit 1")), *replies)
-    assert code == 6 and out == "It does not work (2).\n"  # still unfinished, and no note left for it
+    assert code == 6 and out == "It does not work (c).\n"  # still unfinished, and no note left for it
     assert [note_in(r) for r in fake.requests[2:]] == [aids.NOTES["failed"]] * 2
 
 
@@ -292,13 +295,14 @@ def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
-    code, out, _ = run_agent(answer("4"), task="What is 2 + 2?", flags=["--no-aid", "nudge"])
+    code, out, _ = run_agent(answer("4"), task="What is 2 + 2?",
+                             flags=["--no-aid", "nudge", "--no-aid", "by-hand"])  # (by-hand: 4 was worked out)
     assert code == 0 and out == "4\n" and len(fake.requests) == 1
 
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."), flags=QUIET)
     assert code == 0 and out == "It says apple.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["empty"]
 
@@ -306,7 +310,8 @@ def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
 def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("42\n")
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")),
-                             reply(content="The answer is", finish_reason="length"), answer("The answer is 42."))
+                             reply(content="The answer is", finish_reason="length"), answer("The answer is 42."),
+                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
     assert code == 0 and out == "The answer is 42.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["cut_off"]
 
@@ -333,21 +338,22 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
 
 def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
     (workspace / "log.txt").write_text("port=8123\n")
-    code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."))
+    code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."),
+                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])  # (by-hand asks a number read to be printed by a command)
     assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
 
 
 def test_a_question_may_be_answered_after_a_good_command(run_agent, fake, workspace):
     (workspace / "server.log").write_text("ERROR req-7309\n")
     code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer("req-7309, updated."),
-                             task="Which request id is on the ERROR line of server.log?")
+                             task="Which request id is on the ERROR line of server.log?", flags=QUIET)
     assert code == 0 and out == "req-7309, updated.\n" and len(fake.requests) == 2
 
 
 def test_text_that_only_mentions_json_is_an_answer(run_agent, fake, workspace):
-    (workspace / "c.json").write_text('{"name": "Alice"}\n')
+    (workspace / "c.json").write_text('{"name": "Alice", "age": 3}\n')
     text = 'The config is JSON, e.g. {"name": "Alice", "age": 3}. Nothing else to do.'
-    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text))
+    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text), flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
 
 
@@ -355,7 +361,7 @@ def test_code_shown_after_reading_gets_a_note_and_after_a_good_run_is_an_answer(
     (workspace / "a.py").write_text("print(0)\n")
     shown = "Here is the code:\n```python\ndef one():\n    return 1\n```"
     code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
-                             reply(call("run_shell", command="true")), answer(shown))
+                             reply(call("run_shell", command="true")), answer(shown), flags=QUIET)
     assert code == 0 and out == shown + "\n"
     assert note_in(fake.requests[2]) == aids.NOTES["code"]
     assert len(fake.requests) == 4
@@ -364,15 +370,91 @@ def test_code_shown_after_reading_gets_a_note_and_after_a_good_run_is_an_answer(
 def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
     (workspace / "server.log").write_text("INFO req-5969\n")
     text = "The first bytes are:\n```\n```\nThe request is req-5969."
-    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text))
+    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text), flags=QUIET)
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
+
+
+def test_a_number_no_command_printed_gets_one_note_and_a_program_is_begun(run_agent, fake, workspace):
+    (workspace / "sales.csv").write_text("region,amount\nNorth,10.25\nSouth,3\nNorth,2.50\n")
+    code, out, err = run_agent(reply(call("read_file", path="sales.csv")), answer("The North total is 13.25."),
+                               answer("import csv\nrows = csv.DictReader(open('sales.csv'))\n"
+                                      "print(sum(float(r['amount']) for r in rows if r['region'] == 'North'))\n```"),
+                               answer("The North total is 12.75."))
+    assert code == 0 and out == "The North total is 12.75.\n", err
+    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"]
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```python\n"}
+    assert "12.75" in results(fake.requests[3])[-1]
+
+
+def test_a_number_written_to_a_data_file_counts_but_code_and_step_numbers_do_not(run_agent, fake, workspace):
+    (workspace / "n.txt").write_text("4 5\n")
+    steps = "1. I read n.txt.\n2. I wrote the script:\n```python\ndef f():\n    return 9 * 10\n```"
+    code, _, _ = run_agent(reply(call("read_file", path="n.txt")), reply(call("write_file", path="s.py", content="x = 99\n")),
+                           reply(call("run_shell", command="python3 s.py")), answer(steps))
+    assert code == 0 and len(fake.requests) == 4  # 1, 2, 9, 10 and 99 are no answer the model worked out
+    code, _, _ = run_agent(reply(call("write_file", path="sum.txt", content="10")), reply(call("run_shell", command="true")),
+                           answer("Done."), answer("Done, it is in sum.txt."))
+    assert code == 0 and note_in(fake.requests[-1]) == aids.NOTES["by_hand"]
+
+
+def test_a_number_a_tool_showed_is_an_answer(run_agent, fake, workspace):
+    code, out, _ = run_agent(reply(call("run_shell", command="echo 3,596.41")), answer("The total is 3596.41."), flags=QUIET)
+    assert code == 0 and out == "The total is 3596.41.\n" and len(fake.requests) == 2
+    (workspace / "config.ini").write_text("port = 8080\n")  # once a command has worked, a file read is a source
+    code, _, _ = run_agent(reply(call("run_shell", command="ls")), reply(call("read_file", path="config.ini")),
+                           answer("It listens on port 8080."), flags=QUIET)
+    assert code == 0 and len(fake.requests) == 5
+
+
+def test_a_number_given_after_reading_alone_gets_the_note(run_agent, fake, workspace):
+    # counted by eye: the answer's number is in the file (an id, a date), but nothing computed it
+    (workspace / "t.json").write_text('[{"id": 2, "open": true}, {"id": 5, "open": true}, {"id": 7, "open": false}]\n')
+    code, out, _ = run_agent(reply(call("read_file", path="t.json")), answer("2 tickets are open."),
+                             answer("import json\nprint(sum(t['open'] for t in json.load(open('t.json'))))\n```"),
+                             answer("2 tickets are open."))
+    assert code == 0 and out == "2 tickets are open.\n"
+    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"] and len(fake.requests) == 4
+
+
+def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent, fake, workspace):
+    (workspace / "data.txt").write_text("1\n2\n")
+    code, out, _ = run_agent(reply(call("run_shell", command="cat data.txt")),
+                             answer("I processed each line and then wrote the total to total.txt."),
+                             reply(call("run_shell", command="echo 3 > total.txt")),
+                             answer("I processed each line and then wrote the total to total.txt."))
+    assert code == 0 and out.startswith("I processed")
+    assert note_in(fake.requests[2]) == aids.NOTES["missing"].format(name="total.txt")
+    assert len(fake.requests) == 4  # written now: the same words are an answer
+
+
+def test_the_number_note_goes_once_and_the_same_answer_after_it_is_taken(run_agent, fake, workspace):
+    (workspace / "ports.txt").write_text("web 8080\napi 8081\n")
+    code, out, _ = run_agent(reply(call("read_file", path="ports.txt")), answer("Two ports, 16161 in all."),
+                             answer("Two ports, 16161 in all."), flags=["--no-aid", "begin"])
+    assert code == 0 and out == "Two ports, 16161 in all.\n"  # advice, not a verdict: no exit 5 or 6
+    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"] and len(fake.requests) == 3
+
+
+def test_without_by_hand_a_number_worked_out_in_the_head_is_the_answer(run_agent, fake, workspace):
+    (workspace / "sales.csv").write_text("North,10.25\n")
+    code, out, _ = run_agent(reply(call("read_file", path="sales.csv")), answer("The total is 99."),
+                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
+    assert code == 0 and out == "The total is 99.\n" and len(fake.requests) == 2
+
+
+def test_by_hand_works_without_nudge(run_agent, fake, workspace):
+    (workspace / "sales.csv").write_text("North,10.25\n")
+    code, out, _ = run_agent(reply(call("read_file", path="sales.csv")), answer("The total is 99."),
+                             answer("print(10.25)\n```"), answer("The total is 10.25."), flags=["--no-aid", "nudge"])
+    assert code == 0 and out == "The total is 10.25.\n"
+    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"]
 
 
 @pytest.mark.parametrize("plan", ["To solve this, we need to implement to_roman and run the tests.",
                                   "I will write the new content for backup.sh and then run it.",
                                   "Let's add the flag."])
 def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."), flags=QUIET)
     assert code == 0 and out == "Done: it works.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["plan"]
 
@@ -380,7 +462,7 @@ def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
 def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("a\n")
     echo = '<tool_call>{"name": "run_shell", "arguments": {"command": "ls"</tool_call> and then more'
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."))
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."), flags=QUIET)
     assert code == 0 and out == "It holds a.\n"
     assert "Nothing was done" in note_in(fake.requests[2])
 
@@ -424,6 +506,17 @@ def test_the_reply_is_begun_once_for_the_reply_after_the_note(run_agent, fake, w
                              answer("It prints ok.")]))
     assert fake.requests[3]["messages"][-1]["role"] == "assistant"
     assert [r["messages"][-1]["role"] for r in fake.requests[4:]] == ["tool", "tool"]  # begun once
+
+
+def test_after_a_failed_program_from_a_reply_a_new_program_is_begun(run_agent, fake, workspace):
+    # No file to fix: the program lived in the reply. Prose again would be the same prose.
+    code, out, err = run_agent(answer("```python\nimport sys\nsys.exit('no data')\n```"),
+                               answer("The file has no data, so it cannot be done."),
+                               answer("print(len('abc'))\n```"), answer("The answer is 3."), flags=QUIET)
+    assert code == 0 and out == "The answer is 3.\n", err
+    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```python\n"}
+    assert results(fake.requests[3])[-1].startswith("exit code: 0") and "3" in results(fake.requests[3])[-1]
 
 
 def test_a_test_file_is_never_the_file_begun(run_agent, fake, workspace):
@@ -549,7 +642,7 @@ def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
         (workspace / f"big{n}.txt").write_text("word " * 1100)  # 5,500 characters each
     reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
     code, out, err = run_agent(*[context_window(15_000, r) for r in reads],
-                               context_window(15_000, answer("done")), context_window(15_000, answer("done")))
+                               context_window(15_000, answer("done")), context_window(15_000, answer("done")), flags=QUIET)
     assert code == 0 and out == "done\n"
     assert "context full" in err and "shortened tool output" in flat(err)
     last = fake.requests[-1]["messages"]
@@ -622,7 +715,7 @@ def test_a_change_made_by_a_command_counts_as_a_change(run_agent, fake, workspac
 
 def test_without_nudge_a_claimed_change_is_the_answer(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer("I've fixed it."),
-                             flags=["--no-aid", "nudge"])
+                             flags=["--no-aid", "unchanged", "--no-aid", "nudge"])
     assert code == 0 and out == "I've fixed it.\n" and len(fake.requests) == 2
 
 
@@ -672,3 +765,36 @@ def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
     assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
     assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()
     assert logged == [{"kind": "begun", "text": "began the reply as evil\x1b[2J\u202e.py"}]  # the transcript keeps it as it was
+
+
+# --- unchanged: an answer when nothing was changed ------------------------------------------------
+
+def test_an_answer_when_nothing_changed_gets_one_note_and_the_same_answer_is_then_taken(run_agent, fake, workspace):
+    (workspace / "main.py").write_text("print('area 12')\n")
+    said = "It prints area 12."
+    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer(said), answer(said))
+    assert code == 0 and out == said + "\n"  # a question, answered twice: no exit 5 for the same reply
+    assert note_in(fake.requests[2]) == aids.NOTES["unchanged"] and len(fake.requests) == 3
+    fake.requests.clear()
+    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer(said), flags=QUIET)
+    assert code == 0 and len(fake.requests) == 2
+
+
+def test_after_the_unchanged_note_the_model_can_make_the_change(run_agent, fake, workspace):
+    (workspace / "main.py").write_text("print('area 12')\n")
+    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer("It prints area 12."),
+                             reply(call("read_file", path="main.py")),
+                             reply(call("write_file", path="main.py", content="print('area: 12')\n")),
+                             reply(call("run_shell", command="python3 main.py")), answer("Now it prints area: 12."))
+    assert code == 0 and out == "Now it prints area: 12.\n" and len(fake.requests) == 6
+    assert [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] == "user"] == [aids.NOTES["unchanged"]]
+
+
+def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, workspace):
+    # `sed -i` that matches nothing rewrites the file: a new mtime, the same bytes
+    (workspace / "cart.py").write_text("import helpers\n")
+    code, _, _ = run_agent(reply(call("run_shell", command="sed -i 's/helpers.py/formatting.py/' cart.py")),
+                           answer("I changed the imports in cart.py."), answer("I updated cart.py."),
+                           answer("I have changed them, really."))
+    assert note_in(fake.requests[2]) == aids.NOTES["claimed"]
+    assert code == 6  # nothing changed, and the notes for a claimed change ran out

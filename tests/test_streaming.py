@@ -12,6 +12,8 @@ import pytest
 import screen
 from fake_server import Midstream, answer
 
+QUIET = ["--no-aid", "unchanged"]  # for runs whose answer ends a run that changed nothing, on purpose
+
 CALL = '```json\n{"name": "run_shell", "arguments": {"command": "echo hi"}}\n```'
 EXPLANATION = "\n\n### Explanation\n" + "This command prints hi, which shows the shell works. " * 40
 
@@ -44,7 +46,7 @@ def test_the_text_is_on_screen_before_the_reply_ends(run_agent, fake, monkeypatc
 
 def test_a_reply_is_stopped_once_its_command_is_complete(run_agent, fake):
     fake.delay, fake.piece = 0.01, 8
-    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("It printed hi."))
+    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("It printed hi."), flags=QUIET)
     assert code == 0
     stream = fake.streams[0]
     assert stream["hung_up"]
@@ -76,7 +78,7 @@ def test_a_file_written_as_a_block_does_not_stop_the_reply(run_agent, fake, work
 
 def test_a_stopped_reply_still_counts_its_tokens_from_the_timings(run_agent, fake):
     fake.delay = 0.01
-    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("ok"))
+    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("ok"), flags=QUIET)
     assert code == 0 and fake.streams[0]["hung_up"]  # so no usage chunk came
     turn_one = next(line for line in err.splitlines() if line.startswith("turn 1/"))
     assert "context ?" not in turn_one and "out ?" not in turn_one  # usage built from the last chunk's timings
