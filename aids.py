@@ -155,6 +155,7 @@ def written(text: str, run: Run) -> tuple[list, list]:
 
 
 CLOSES = re.compile(r"```|</tool_call>|<\|tool_calls_section_end\|>")  # what can end a call written as text
+IMAGINED = "<tool_response>"  # how Qwen's chat template wraps a tool's result: the model writing one imagines it
 
 
 def complete(text: str, run: Run) -> bool:
@@ -164,8 +165,15 @@ def complete(text: str, run: Run) -> bool:
     Failure answered: small models wrap their call in prose, a plan before it and an explanation
     after it, 200-500 tokens around a call of 50-150; on a CPU that is most of a turn. Nothing
     planned after a command or a read runs anyway (see blind: it needs that output first); after
-    a file written as a block the reply goes on, since the command that runs it often follows."""
-    if "text-calls" not in run.on or not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
+    a file written as a block the reply goes on, since the command that runs it often follows.
+    Also stopped: a reply that starts writing a tool's response itself (IMAGINED). Small models
+    go on to invent the output of the call they meant, up to the token limit; what came before
+    the tag still runs, and a reply with no call gets nudge's note that the output was imagined."""
+    if "text-calls" not in run.on:
+        return False
+    if IMAGINED in text[-60:]:
+        return True
+    if not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
         return False
     calls = written(text, run)[0]
     return bool(calls) and calls[-1][0] in ("run_shell", "read_file")

@@ -59,6 +59,19 @@ def test_a_reply_is_stopped_once_its_command_is_complete(run_agent, fake):
     assert "generation stopped" in err
 
 
+def test_a_reply_that_starts_imagining_a_tool_response_is_stopped_there(run_agent, fake, workspace):
+    fake.delay, fake.piece = 0.01, 8
+    made_up = "Here's how:\n\n<tool_response>\nexit code: 0\n--- stdout ---\n" + "[123, 456, 789] " * 60
+    code, out, _ = run_agent(answer(made_up), answer("```sh\necho 42\n```"), answer("It is 42."), flags=QUIET)
+    assert code == 0 and out == "It is 42.\n"
+    assert fake.streams[0]["hung_up"] and fake.streams[0]["chunks"] < fake.streams[0]["total"] - 100
+    note = fake.requests[1]["messages"][-1]["content"]
+    assert "writes a tool's response itself" in note and "[123, 456" not in json.dumps(fake.requests[1])
+    fake.requests.clear()
+    code, out, _ = run_agent(answer(CALL + "\n<tool_response>\nhi\n" + EXPLANATION), answer("It printed hi."), flags=QUIET)
+    assert code == 0 and fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"
+
+
 def test_under_plain_the_same_reply_streams_to_its_end(run_agent, fake):
     code, out, err = run_agent(answer(CALL + EXPLANATION), flags=["--plain"])
     assert code == 0 and "Explanation" in out  # the article's loop: the text is the answer
