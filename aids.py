@@ -43,7 +43,7 @@ from rich.console import Console
 from rich.text import Text
 
 from recover import failed_attempt, fence, recover_all
-from tools import TOOLS, Result, Settings, inside
+from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
 NAMES = ("text-calls", "nudge", "begin", "repeats", "injection", "by-hand", "unchanged")
@@ -87,11 +87,20 @@ def begin(run: Run) -> str:
     a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
     written in a reply (no file to fix), the reply is begun as a new program, an open ```python
     fence that text-calls runs; so it is after a note that a number was worked out in the head
-    (nudge: by_hand)."""
+    (nudge: by_hand). A file to fix that the model never read (named by the failed command, or by
+    its claim) is read for it first and shown after the note: small models "fix" files unseen."""
     run.first, run.begun = len(run.calls), ""
     run.before = snapshot(run.settings) if run.before is None else run.before
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
     kind = run.notes[-1] if "begin" in run.on and just_noted else None
+    if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
+        arguments = json.dumps({"path": unread})
+        shown = after("read_file", arguments, dispatch("read_file", arguments, run.settings), run)  # now seen
+        run.first = len(run.calls)  # (not a call of the reply to come: see blind)
+        if shown.ok:
+            run.messages[-1] = {**run.messages[-1], "content": run.messages[-1]["content"] + READ_FOR_YOU.format(
+                path=unread, text=shown.text)}
+            note("read_for_you", f"{unread} is read for the model and shown after the note", run)
     if kind in ("failed", "claimed") and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
@@ -99,6 +108,24 @@ def begin(run: Run) -> str:
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun
+
+
+READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
+
+
+def named(run: Run) -> str | None:
+    """A source file of the workspace the model has not read: the innermost one in the last failed
+    command's traceback, else one that command names, else one the model's last reply names (the
+    file it says it changed); or None."""
+    failed = next(((str(parsed(arguments).get("command", "")), result.text) for name, arguments, result
+                   in reversed(run.calls) if name == "run_shell" and not result.ok), ("", ""))
+    frames = re.findall(r'File "([^"]+)", line \d+', failed[1])[::-1]
+    for word in (*frames, *re.findall(r"[\w./-]+", failed[0] + "\n" + (run.replies[-1] if run.replies else ""))):
+        with suppress(Exception):
+            target = inside(word, run.settings)
+            if fence(target.name) and target.is_file() and target not in run.settings.seen:
+                return str(target.relative_to(run.settings.workspace.resolve()))
+    return None
 
 
 def rewritten(run: Run) -> bool:
@@ -154,7 +181,7 @@ def written(text: str, run: Run) -> tuple[list, list]:
     return recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings), ran_unchanged(run), known)
 
 
-CLOSES = re.compile(r"```|</tool_call>|<\|tool_calls_section_end\|>")  # what can end a call written as text
+CLOSES = re.compile(r"```|</[\w-]+>|<\|tool_calls_section_end\|>")  # what can end a call written as text: a fence, </tools>
 IMAGINED = "<tool_response>"  # how Qwen's chat template wraps a tool's result: the model writing one imagines it
 
 
@@ -368,12 +395,13 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     if why and "repeats" in run.on and repeated:
         console.print("stopped: the model gave the same reply again after a note", style="bold yellow")
         return 5
-    if why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
+    if why in (None, "unchecked", "plan", "claimed", "missing") and "by-hand" in run.on \
+            and "by_hand" not in run.notes and by_hand(text, run):
+        why = "by_hand"  # (before a softer note: computing the number is the next step either way)
+    elif why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
-    if not why and "by-hand" in run.on and "by_hand" not in run.notes and by_hand(text, run):
-        why = "by_hand"
     if not why and "unchanged" in run.on and run.calls and not {"unchanged", "by_hand"} & set(run.notes) and unchanged(run):
         why = "unchanged"  # (not after by_hand: a number computed answers a question)
     if not why:

@@ -291,7 +291,7 @@ def test_the_same_reply_after_a_note_stops_with_exit_5_unless_repeats_is_off(run
 
 
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
-    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
+    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?", flags=["--no-aid", "by-hand"])
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
@@ -530,12 +530,15 @@ def test_a_test_file_is_never_the_file_begun(run_agent, fake, workspace):
     assert (workspace / "test_lib.py").read_text().startswith("import lib")
 
 
-def test_a_file_the_model_has_not_read_is_not_begun(run_agent, fake, workspace):
+def test_a_file_the_model_has_not_read_is_read_for_it_before_it_is_begun(run_agent, fake, workspace):
+    # begun unseen, the model would write over code it never saw: the traceback's file is read for it first
     (workspace / "lib.py").write_text(LIB)
     (workspace / "x.py").write_text(MAIN)
-    run_agent(reply(call("run_shell", command="python3 x.py")), answer("It fails."), answer("It fails, sadly."))
-    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
-    assert fake.requests[2]["messages"][-1]["role"] == "user"  # nothing begun: it would write over unseen code
+    run_agent(reply(call("run_shell", command="python3 x.py")), answer("It fails."), answer(FIXED + "```\n"),
+              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."))
+    assert note_in(fake.requests[2]) == aids.NOTES["failed"] + aids.READ_FOR_YOU.format(path="lib.py", text=LIB)
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
+    assert (workspace / "lib.py").read_text() == FIXED
 
 
 def test_without_begin_no_reply_is_begun(run_agent, fake, workspace):
@@ -798,3 +801,31 @@ def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, wo
                            answer("I have changed them, really."))
     assert note_in(fake.requests[2]) == aids.NOTES["claimed"]
     assert code == 6  # nothing changed, and the notes for a claimed change ran out
+
+
+def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun(run_agent, fake, workspace):
+    (workspace / "greet.py").write_text("import sys\nprint('hello', sys.argv[1:])\nsys.exit(2)\n")
+    fixed = "print('HELLO')\n"
+    code, out, err = run_agent(reply(call("run_shell", command="python3 greet.py --shout")),
+                               answer("I added the --shout option to greet.py."), answer(fixed + "```\n"),
+                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."))
+    assert code == 0 and out == "It shouts.\n", err
+    sent = fake.requests[2]["messages"]
+    assert sent[-1] == {"role": "assistant", "content": "greet.py\n```python\n"}
+    shown = aids.READ_FOR_YOU.format(path="greet.py", text="import sys\nprint('hello', sys.argv[1:])\nsys.exit(2)\n")
+    assert sent[-2]["content"].endswith(shown)
+    assert (workspace / "greet.py").read_text() == fixed  # written: the file was seen, so not refused as blind
+    fake.requests.clear()
+    (workspace / "greet.py").write_text("import sys\nsys.exit(2)\n")
+    run_agent(reply(call("run_shell", command="python3 greet.py")), answer("It fails."), answer("It fails."),
+              flags=["--no-aid", "begin"])
+    assert "which you have not read yet" not in json.dumps(fake.requests)
+
+
+def test_a_number_worked_out_comes_before_the_softer_unchecked_note(run_agent, fake, workspace):
+    (workspace / "sales.csv").write_text("North,10.25\nNorth,2.50\n")
+    code, _, _ = run_agent(reply(call("read_file", path="sales.csv")), reply(call("write_file", path="t.txt", content="13.25")),
+                           answer("t.txt holds 13.25."), answer("print(10.25 + 2.50)\n```"),
+                           reply(call("write_file", path="t.txt", content="12.75")), answer("t.txt holds 12.75."))
+    assert note_in(fake.requests[3]) == aids.NOTES["by_hand"]  # not "unchecked": computing it is the check
+    assert code == 0 and (workspace / "t.txt").read_text() == "12.75"

@@ -72,6 +72,14 @@ def test_a_reply_that_starts_imagining_a_tool_response_is_stopped_there(run_agen
     assert code == 0 and fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"
 
 
+def test_a_call_in_any_closed_tag_stops_the_reply_and_its_repeats_are_never_generated(run_agent, fake):
+    fake.delay, fake.piece = 0.01, 8
+    block = '<tools>\n    {"name": "run_shell", "arguments": {"command": "echo hi"}}\n</tools>\n\n'
+    code, _, _ = run_agent(answer(block * 30), answer("It printed hi."), flags=QUIET)
+    assert code == 0 and fake.streams[0]["hung_up"]
+    assert fake.streams[0]["chunks"] <= -(-len(block) // 8) + 4 < fake.streams[0]["total"] - 100
+
+
 def test_under_plain_the_same_reply_streams_to_its_end(run_agent, fake):
     code, out, err = run_agent(answer(CALL + EXPLANATION), flags=["--plain"])
     assert code == 0 and "Explanation" in out  # the article's loop: the text is the answer
