@@ -418,10 +418,11 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
     with `budget` False, those spent still count (the reply is then unfinished, but unnoted)."""
     def left(kind, times):
         return not budget or run.notes.count(kind) < times
-    tried = [(name, result) for name, _, result in run.calls if result.text not in (SKIPPED,)]
+    tried = [(name, result, arguments) for name, arguments, result in run.calls if result.text not in (SKIPPED,)]
     last = tried[-1][1] if tried else None
-    writes = [i for i, (name, result) in enumerate(tried) if name == "write_file" and result.ok]
-    ran_since = writes and any(name == "run_shell" and result.ok for name, result in tried[writes[-1]:])
+    writes = [i for i, (name, result, arguments) in enumerate(tried)  # of code: a data file needs no run
+              if name == "write_file" and result.ok and fence(str(parsed(arguments).get("path")))]
+    ran_since = writes and any(name == "run_shell" and result.ok for name, result, _ in tried[writes[-1]:])
     if finish_reason == "length":
         return "cut_off"
     if (botched := failed_attempt(text, set(PARAMETERS))) and not quotes_a_result(text, run):

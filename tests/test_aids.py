@@ -824,8 +824,8 @@ def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun
 
 def test_a_number_worked_out_comes_before_the_softer_unchecked_note(run_agent, fake, workspace):
     (workspace / "sales.csv").write_text("North,10.25\nNorth,2.50\n")
-    code, _, _ = run_agent(reply(call("read_file", path="sales.csv")), reply(call("write_file", path="t.txt", content="13.25")),
+    code, _, err = run_agent(reply(call("read_file", path="sales.csv")), reply(call("write_file", path="t.txt", content="13.25")),
                            answer("t.txt holds 13.25."), answer("print(10.25 + 2.50)\n```"),
                            reply(call("write_file", path="t.txt", content="12.75")), answer("t.txt holds 12.75."))
     assert note_in(fake.requests[3]) == aids.NOTES["by_hand"]  # not "unchecked": computing it is the check
-    assert code == 0 and (workspace / "t.txt").read_text() == "12.75"
+    assert code == 0 and (workspace / "t.txt").read_text() == "12.75", err
