@@ -357,6 +357,9 @@ NOTES = {
                  "rename, create or write something), it is not done yet: read the file to change, write its whole "
                  "new content with write_file, then run it to check. If the task only asks a question, give your "
                  "answer again.",
+    "partial": "You have seen only the start of {name}: it is larger than one read shows, and the answer may be "
+               "in the part you have not seen. Search the whole file with a command (grep -n, or a short python3 "
+               "program over it), then answer from what it prints.",
     "plan": "Your answer says what you are going to do, but a plan does nothing by itself. Do its first "
             "step now, with one tool call.",
     "unchecked": "You changed files and have not run anything since, so the change is untested. Run the "
@@ -407,7 +410,8 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     if not why:
         return 0
     run.notes.append(why)
-    words = NOTES["missing"].format(name=missing(text, run)) if why == "missing" else NOTES.get(why, why)
+    subject = {"missing": lambda: missing(text, run), "partial": lambda: partly_read(run)}  # the file a note names
+    words = NOTES[why].format(name=subject[why]()) if why in subject else NOTES.get(why, why)
     note("nudge", words, run)
     return AGAIN.format(task=run.task) + words
 
@@ -439,6 +443,8 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "missing"
     if CLAIMS.search(text) and left("claimed", 2) and unchanged(run):
         return "claimed"
+    if partly_read(run) and left("partial", 1):
+        return "partial"
     if PLANS.search(text) and left("plan", 1):
         return "plan"
     if writes and not ran_since and left("unchecked", 1):
@@ -467,6 +473,21 @@ def by_hand(text: str, run: Run) -> bool:
             if name == "write_file" and result.ok and not fence(str(parsed(arguments).get("path")))]
     said = FENCED.sub(" ", text) + "\n" + "\n".join(content for content in data if isinstance(content, str))
     return bool(numbers(said) - known)
+
+
+def partly_read(run: Run) -> str | None:
+    """The file the model read last, if that read showed only its start (read_file cuts a large
+    file) and no command has worked since: an answer then rests on the part it saw. Small models
+    answer a question about a long log from its first screen."""
+    for name, arguments, result in reversed(run.calls):
+        if name == "run_shell" and result.exit_code == 0:
+            return None
+        if name == "read_file" and result.ok:
+            path = parsed(arguments).get("path")
+            with suppress(Exception):
+                return None if inside(str(path), run.settings) in run.settings.seen else str(path)
+            return None
+    return None
 
 
 def missing(text: str, run: Run) -> str | None:

@@ -829,3 +829,16 @@ def test_a_number_worked_out_comes_before_the_softer_unchecked_note(run_agent, f
                            reply(call("write_file", path="t.txt", content="12.75")), answer("t.txt holds 12.75."))
     assert note_in(fake.requests[3]) == aids.NOTES["by_hand"]  # not "unchecked": computing it is the check
     assert code == 0 and (workspace / "t.txt").read_text() == "12.75", err
+
+
+def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent, fake, workspace):
+    lines = [f"INFO request req-{n}" for n in range(1000)]
+    (workspace / "big.log").write_text("\n".join(lines[:900] + ["ERROR request req-7309"] + lines[900:]) + "\n")
+    code, out, _ = run_agent(reply(call("read_file", path="big.log")), answer("No line says ERROR."),
+                             reply(call("run_shell", command="grep -n ERROR big.log")), answer("req-7309"), flags=QUIET)
+    assert code == 0 and out == "req-7309\n"
+    assert note_in(fake.requests[2]) == aids.NOTES["partial"].format(name="big.log")
+    fake.requests.clear()
+    (workspace / "small.log").write_text("ERROR request req-1\n")  # read whole: the answer stands
+    code, _, _ = run_agent(reply(call("read_file", path="small.log")), answer("req-1"), flags=QUIET)
+    assert code == 0 and len(fake.requests) == 2
