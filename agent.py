@@ -158,12 +158,12 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
 
 def assemble(stream, screen) -> ChatCompletion:
     """A streamed reply, put together as the whole reply would have come. `screen(kind, piece)`
-    shows each piece as it arrives and says whether the text so far holds a complete call
-    written as text (aids.complete). Then the stream is closed, and llama-server stops
+    shows each piece as it arrives and says how much of the text so far to keep when it holds a
+    complete call written as text (aids.complete), else None. Then the stream is closed, and llama-server stops
     generating: the explanation a small model writes after its call costs nothing and is never
     in the history. (A structured call needs no such stop: with parallel_tool_calls off the
     server ends the reply after it.)"""
-    text, reasoning, calls, finish, usage, extra, stopped, first = "", "", [], None, None, {}, False, None
+    text, reasoning, calls, finish, usage, extra, keep, first = "", "", [], None, None, {}, None, None
     with stream:
         for chunk in stream:
             first, usage, extra = first or chunk, chunk.usage or usage, {**extra, **(chunk.model_extra or {})}
@@ -173,15 +173,15 @@ def assemble(stream, screen) -> ChatCompletion:
                     screen("reasoning", piece)
                 if delta.content:
                     text += delta.content
-                    stopped = screen("content", delta.content)
+                    keep = screen("content", delta.content)
                 for part in delta.tool_calls or []:
                     if part.index == len(calls):
                         calls.append({"id": part.id or f"call_{part.index}", "type": "function",
                                       "function": {"name": "", "arguments": ""}})
                     calls[part.index]["function"]["name"] += part.function and part.function.name or ""
                     calls[part.index]["function"]["arguments"] += part.function and part.function.arguments or ""
-            if stopped:
-                finish, extra["stopped_after_call"] = "stop", True
+            if keep is not None:  # the text worth keeping ends there; the rest is never generated
+                text, finish, extra["stopped_after_call"] = text[:keep], "stop", True
                 break
     timings = {k: v for k, v in (extra.get("timings") or {}).items() if isinstance(v, (int, float))}
     if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it
@@ -202,10 +202,10 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
 
     A parser error gets one corrective note and one retry; an overflow compacts the history and
     retries. `begun` is the start of the reply (aids.begin), sent as a last assistant message
-    that llama-server continues; `enough(text)` says when a streaming reply holds a complete
-    call (aids.complete). `send(request, screen)` is the live endpoint, or a transcript (--replay).
+    that llama-server continues; `enough(text)` says how much of a streaming reply to keep once
+    it holds a complete call, else None (aids.complete). `send(request, screen)` is the live endpoint, or a transcript (--replay).
     """
-    def ask(messages: list, begun: str = "", enough=lambda text: False):
+    def ask(messages: list, begun: str = "", enough=lambda text: None):
         retried = False
         while True:
             request = dict(model=model, messages=messages + ([{"role": "assistant", "content": begun}] if begun else []),
@@ -240,7 +240,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             if not screen.kind:  # nothing was streamed (a replay)
                 show_reply(response.choices[0].message, begun)
             if body.get("stopped_after_call"):
-                note("stopped", "the reply's call was complete, so generation stopped there", log)
+                note("stopped", "the reply's call was complete, so generation stopped there", log)  # (or it began to imagine the result)
             show_usage(totals["turns"], max_turns, body, seconds, n_ctx)
             return response
 

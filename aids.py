@@ -185,25 +185,26 @@ CLOSES = re.compile(r"```|</[\w-]+>|<\|tool_calls_section_end\|>")  # what can e
 IMAGINED = "<tool_response>"  # how Qwen's chat template wraps a tool's result: the model writing one imagines it
 
 
-def complete(text: str, run: Run) -> bool:
-    """Whether a reply, while it streams, has just closed a command or a read written as text (a
-    code block or a <tool_call> tag that recover reads as one): the reply is stopped there.
+def complete(text: str, run: Run) -> int | None:
+    """How much of a reply, while it streams, to keep once it has just closed a command or a read
+    written as text (a code block or a closing tag that recover reads as one): all of it, and the
+    reply is stopped there; None while it should go on.
 
     Failure answered: small models wrap their call in prose, a plan before it and an explanation
     after it, 200-500 tokens around a call of 50-150; on a CPU that is most of a turn. Nothing
     planned after a command or a read runs anyway (see blind: it needs that output first); after
     a file written as a block the reply goes on, since the command that runs it often follows.
     Also stopped: a reply that starts writing a tool's response itself (IMAGINED). Small models
-    go on to invent the output of the call they meant, up to the token limit; what came before
-    the tag still runs, and a reply with no call gets nudge's note that the output was imagined."""
+    go on to invent the output of the call they meant, up to the token limit; the reply is kept
+    up to the tag, so the invention is neither generated nor in the history."""
     if "text-calls" not in run.on:
-        return False
+        return None
     if IMAGINED in text[-60:]:
-        return True
+        return text.index(IMAGINED)
     if not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
-        return False
+        return None
     calls = written(text, run)[0]
-    return bool(calls) and calls[-1][0] in ("run_shell", "read_file")
+    return len(text) if calls and calls[-1][0] in ("run_shell", "read_file") else None
 
 
 def current_text(path: str, settings: Settings) -> str | None:

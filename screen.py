@@ -46,10 +46,11 @@ def show_reply(message, begun: str = "") -> None:
 
 class Streamed:
     """The reply on screen as it streams: a spinner (on a terminal) until the first piece, then
-    each piece as it arrives. agent.assemble calls it with (kind, piece); it returns whether the
-    content so far is enough (a complete call: the reply is stopped there)."""
+    each piece as it arrives. agent.assemble calls it with (kind, piece); it returns how much of
+    the content so far to keep when that is enough (a complete call: the reply is stopped
+    there), else None."""
 
-    def __init__(self, begun: str = "", enough=lambda text: False):
+    def __init__(self, begun: str = "", enough=lambda text: None):
         self.begun, self.enough, self.text, self.kind = begun, enough, "", None
         self.spinner = console.status("waiting for the model") if console.is_terminal else None
 
@@ -64,7 +65,7 @@ class Streamed:
         if self.kind:
             console.print()
 
-    def __call__(self, kind: str, piece: str) -> bool:
+    def __call__(self, kind: str, piece: str) -> int | None:
         if kind != self.kind:
             if self.kind:
                 console.print()
@@ -75,7 +76,7 @@ class Streamed:
             self.kind = kind
         console.print(Text(printable(piece), style="bold" if kind == "content" else "dim italic"), end="")
         if kind != "content":
-            return False
+            return None
         self.text += piece
         return self.enough(self.text)
 

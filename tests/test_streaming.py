@@ -65,8 +65,8 @@ def test_a_reply_that_starts_imagining_a_tool_response_is_stopped_there(run_agen
     code, out, _ = run_agent(answer(made_up), answer("```sh\necho 42\n```"), answer("It is 42."), flags=QUIET)
     assert code == 0 and out == "It is 42.\n"
     assert fake.streams[0]["hung_up"] and fake.streams[0]["chunks"] < fake.streams[0]["total"] - 100
-    note = fake.requests[1]["messages"][-1]["content"]
-    assert "writes a tool's response itself" in note and "[123, 456" not in json.dumps(fake.requests[1])
+    assert fake.requests[1]["messages"][2] == {"role": "assistant", "content": "Here's how:\n\n"}  # kept up to the tag
+    assert "tool_response" not in json.dumps(fake.requests[1]) and "[123, 456" not in json.dumps(fake.requests[1])
     fake.requests.clear()
     code, out, _ = run_agent(answer(CALL + "\n<tool_response>\nhi\n" + EXPLANATION), answer("It printed hi."), flags=QUIET)
     assert code == 0 and fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"
