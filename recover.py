@@ -234,9 +234,29 @@ def _program(text, used, names):
             start = block.start() if start is None else start
     if not cells:
         return []
-    script = "\n\n".join(cells)
+    script = shown_last("\n\n".join(cells))
     end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
     return [(start, f"python3 - <<'{end}'\n{script}\n{end}")]
+
+
+def shown_last(script: str) -> str:
+    """The script with its last statement's value printed when that statement is a bare expression
+    other than None, as a notebook shows a cell's value: small models end a program with
+    `sum(...)` and expect to see the total."""
+    try:
+        last = ast.parse(script).body[-1]
+    except (SyntaxError, ValueError, RecursionError, IndexError):
+        return script
+    if not isinstance(last, ast.Expr) or (isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "") == "print"):
+        return script
+    lines = script.splitlines()
+    value = "\n".join(lines[last.lineno - 1:last.end_lineno])
+    shown = "\n".join(lines[:last.lineno - 1] + [f"_value = ({value.strip()})", "if _value is not None:",
+                                                  "    print(_value)"])
+    try:  # (an expression sharing its line with another statement is left as it is)
+        return shown if last.col_offset == 0 and ast.parse(shown) else script
+    except SyntaxError:
+        return script
 
 
 def _splice(old: str | None, snippet: str) -> str | None:

@@ -842,3 +842,11 @@ def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent,
     (workspace / "small.log").write_text("ERROR request req-1\n")  # read whole: the answer stands
     code, _, _ = run_agent(reply(call("read_file", path="small.log")), answer("req-1"), flags=QUIET)
     assert code == 0 and len(fake.requests) == 2
+
+
+def test_a_program_ending_in_an_expression_prints_its_value_as_a_notebook_would(run_agent, fake, workspace):
+    code, _, _ = run_agent(answer("```python\nrows = [3, 4.5]\nsum(rows)\n```"), answer("7.5"), flags=QUIET)
+    assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\n7.5\n"
+    fake.requests.clear()
+    code, _, _ = run_agent(answer("```python\ndef main():\n    print('hi')\nmain()\n```"), answer("ok"), flags=QUIET)
+    assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\nhi\n"  # None: nothing more
