@@ -24,7 +24,7 @@ PLANS = int(os.environ.get("TOOLOOP_PLANS", 3000))  # fewer for a quick local ru
 
 # kind -> (tool name, arguments as sent, is it a valid call that runs?)
 KINDS = {
-    "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": str(k)}, True),
+    "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": "x" * (k + 1)}, True),  # (no number: see by-hand)
     "shell": lambda k: ("run_shell", {"command": f"echo {k} >> shell.log"}, True),
     "read": lambda k: ("read_file", {"path": "notes.txt"}, True),
     "escape": lambda k: ("write_file", {"path": f"../escaped-{k}.txt", "content": "x"}, False),
@@ -56,14 +56,17 @@ def aided_reading(plan, cap):
     repeats: a call identical to the two before it is not run (an error result); a 4th identical
       call in a row ends the run after that turn with exit 5 and no answer. (The plan makes
       identical calls only of reads and invalid calls, so whether that 4th runs leaves no trace.)
-    nudge: the first "done" gets a note when no tool was called at all ("no_tool", once), when
-      the last call failed ("failed", at most 2), or when a file was written and no good shell
-      command ran since ("unchecked", once); else it is the answer (exit 0).
+    nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
+      the last call failed ("failed", at most 2). (Its "unchecked" note is for code written and
+      never run; the plan writes only .txt files.)
+    unchanged: else, when no valid write or command ran (each writes a file), "done" gets one
+      note; by-hand never acts (neither "done" nor a file written holds a number). Otherwise "done" is the answer (exit 0).
     repeats: the second "done" is the same reply after a note. After "failed" the last call still
       failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
-      the reply as its text). After "no_tool" or "unchecked" that note is spent (once a run), but
-      the reply is still unfinished: it is taken as the answer with exit 6, the notes for it having
-      run out. MAX_NOTES is never reached here.
+      the reply as its text). After "no_tool" that note is spent (once a run), but the reply is
+      still unfinished: it is taken as the answer with exit 6, the notes for it having run out.
+      After "unchanged" (advice, never a verdict) it is the answer (exit 0). MAX_NOTES is never
+      reached here.
     The cap ends the run with exit 3 wherever it falls."""
     ran, results, tried, last, streak = [], [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
@@ -78,19 +81,18 @@ def aided_reading(plan, cap):
             ran.append((turn - 1, name))
     if len(plan) + 1 > cap:
         return cap, 3, "", ran, results
-    writes = [i for i, (name, ok) in enumerate(tried) if name == "write_file" and ok]
-    checked = writes and any(name == "run_shell" and ok for name, ok in tried[writes[-1]:])
+    changed = any(ok for name, ok in tried if name in ("write_file", "run_shell"))  # each valid one writes a file
     if not tried:
         note = "no_tool"
     elif not tried[-1][1]:
         note = "failed"
-    elif writes and not checked:
-        note = "unchecked"
+    elif not changed:
+        note = "unchanged"
     else:
         return len(plan) + 1, 0, "done", ran, results
     if len(plan) + 2 > cap:
         return cap, 3, "", ran, results
-    return len(plan) + 2, (5 if note == "failed" else 6), "done", ran, results
+    return len(plan) + 2, {"failed": 5, "no_tool": 6, "unchanged": 0}[note], "done", ran, results
 
 
 def scripted(plan):
