@@ -368,7 +368,7 @@ NOTES = {
 }
 # A reply that is a plan: "I will write the new content", "we need to", "let's".
 PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to|\s+should)\b|\blet's\b", re.I)
-# A reply that says it changed files: "I've updated todo.py", "the file has been fixed".
+# A reply that says it changed files: "I've updated app.py", "the file has been fixed".
 CLAIMS = re.compile(r"(?:\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?|\b(?:has|have) (?:now )?been\s+"
                     r"|\b(?:was|were|is now|are now)\s+(?:successfully\s+)?)(?:updated|changed|added|fixed|modified|"
                     r"created|written|wrote|implemented|renamed|moved|edited|replaced|corrected)\b", re.I)
@@ -376,7 +376,7 @@ UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache"}  # changes ther
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block's body
 NUMBER = re.compile(r"(?<![\w.-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w-]|\.\d)")  # 7, 3596.41, 80,250; not req-7309, v2
 WROTE = re.compile(r"\b(?:wrote|written|saved|stored|created)\b", re.I)
-FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w{0,4})(?![\w/-])")  # balance.txt, src/a.py
+FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w{0,4})(?![\w/-])")  # notes.txt, src/a.py
 LIST_MARK = re.compile(r"^\s*\d+[.)]\s", re.M)  # "1. Read the file": a step's number, not a result
 
 

@@ -20,7 +20,7 @@ Recovered, for the tool names the caller passes in only:
         Kimi K2; end markers, "functions." and ":0" optional. Also <function=run_shell>{...}
     <function name="run_shell" arguments='{"command": "ls"}'/>
         XML attributes, seen from Qwen2.5-Coder-1.5B inside <tools> tags
-    read_file({'path': 'sales.csv'})    read_file(path="sales.csv")    read_file("sales.csv")
+    read_file({'path': 'data.csv'})    read_file(path="data.csv")    read_file("data.csv")
         Python calls, in a ```python (or plain) block or on a line of their own, when that block
         or line holds nothing but tool calls with literal arguments; seen from the 1.5B model
         several times in a row
