@@ -438,7 +438,7 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "no_tool" if left("no_tool", 1) else None
     if any(body.strip() for body in FENCED.findall(text)) and not (last and last.exit_code == 0):
         return "code"
-    if last and not last.ok and left("failed", 2):
+    if last and not last.ok and not absent(*tried[-1][::2], run) and left("failed", 2):
         return "failed"
     if (name := missing(text, run)) and left("missing", 1):
         return "missing"
@@ -451,6 +451,14 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
     if writes and not ran_since and left("unchecked", 1):
         return "unchecked"
     return None
+
+
+def absent(name: str, arguments: str, run: Run) -> bool:
+    """Was this a read of a file that is not there? A look, not a failure: models check whether
+    a file exists before they create it (so a "your last call failed" note would mislead)."""
+    with suppress(Exception):
+        return name == "read_file" and not inside(str(parsed(arguments).get("path")), run.settings).exists()
+    return False
 
 
 def unchanged(run: Run) -> bool:

@@ -850,3 +850,15 @@ def test_a_program_ending_in_an_expression_prints_its_value_as_a_notebook_would(
     fake.requests.clear()
     code, _, _ = run_agent(answer("```python\ndef main():\n    print('hi')\nmain()\n```"), answer("ok"), flags=QUIET)
     assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\nhi\n"  # None: nothing more
+
+
+def test_a_read_that_finds_no_file_is_a_look_not_a_failure(run_agent, fake, workspace):
+    # the model looks whether hello.py exists, then says what it will do: a plan, not a give-up
+    code, _, _ = run_agent(reply(call("read_file", path="hello.py")), answer("There is no hello.py. I will create it."),
+                           reply(call("write_file", path="hello.py", content="print('hi')\n")),
+                           reply(call("run_shell", command="python3 hello.py")), answer("It prints hi."))
+    assert code == 0 and note_in(fake.requests[2]) == aids.NOTES["plan"]
+    fake.requests.clear()
+    (workspace / "there.txt").write_text("x")  # a read that failed on a file that is there is a failure
+    run_agent(reply(call("read_file", path="there.txt", extra=1)), answer("It cannot be read."), answer("Still not."))
+    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
