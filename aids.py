@@ -456,8 +456,9 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
 def absent(name: str, arguments: str, run: Run) -> bool:
     """Was this a read of a file that is not there? A look, not a failure: models check whether
     a file exists before they create it (so a "your last call failed" note would mislead)."""
-    with suppress(Exception):
-        return name == "read_file" and not inside(str(parsed(arguments).get("path")), run.settings).exists()
+    path = parsed(arguments).get("path")
+    with suppress(Exception):  # (arguments that are no valid call are a failure, not a look)
+        return name == "read_file" and isinstance(path, str) and not inside(path, run.settings).exists()
     return False
 
 

@@ -862,3 +862,6 @@ def test_a_read_that_finds_no_file_is_a_look_not_a_failure(run_agent, fake, work
     (workspace / "there.txt").write_text("x")  # a read that failed on a file that is there is a failure
     run_agent(reply(call("read_file", path="there.txt", extra=1)), answer("It cannot be read."), answer("Still not."))
     assert note_in(fake.requests[2]) == aids.NOTES["failed"]
+    fake.requests.clear()  # so is a read whose arguments are no valid call
+    run_agent(reply(call("read_file", '{"path": "nowhere.txt"')), answer("It cannot be read."), answer("Still not."))
+    assert note_in(fake.requests[2]) == aids.NOTES["failed"]

@@ -57,7 +57,8 @@ def aided_reading(plan, cap):
       call in a row ends the run after that turn with exit 5 and no answer. (The plan makes
       identical calls only of reads and invalid calls, so whether that 4th runs leaves no trace.)
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
-      the last call failed ("failed", at most 2). (Its "unchecked" note is for code written and
+      the last call failed ("failed", at most 2; every read here is of a file that is there, so
+      none is a mere look). (Its "unchecked" note is for code written and
       never run; the plan writes only .txt files.)
     unchanged: else, when no valid write or command ran (each writes a file), "done" gets one
       note; by-hand never acts (neither "done" nor a file written holds a number). Otherwise "done" is the answer (exit 0).
