@@ -33,8 +33,8 @@ with placeholders), summarising with the model, and any rule that names a task.
 import hashlib
 import json
 import os
-import stat
 import re
+import stat
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable
