@@ -111,16 +111,22 @@ def begin(run: Run) -> str:
 
 
 READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
+FRAME = re.compile(r'File "([^"]+)", line \d+')  # a Python traceback's frame
+
+
+def failed_command(run: Run) -> tuple[str, str]:
+    """The last run_shell call that failed: (its command, its result's text), or ("", "")."""
+    return next(((str(parsed(arguments).get("command", "")), result.text) for name, arguments, result
+                 in reversed(run.calls) if name == "run_shell" and not result.ok), ("", ""))
 
 
 def named(run: Run) -> str | None:
     """A source file of the workspace the model has not read: the innermost one in the last failed
     command's traceback, else one that command names, else one the model's last reply names (the
     file it says it changed); or None."""
-    failed = next(((str(parsed(arguments).get("command", "")), result.text) for name, arguments, result
-                   in reversed(run.calls) if name == "run_shell" and not result.ok), ("", ""))
-    frames = re.findall(r'File "([^"]+)", line \d+', failed[1])[::-1]
-    for word in (*frames, *re.findall(r"[\w./-]+", failed[0] + "\n" + (run.replies[-1] if run.replies else ""))):
+    command, output = failed_command(run)
+    frames = FRAME.findall(output)[::-1]
+    for word in (*frames, *re.findall(r"[\w./-]+", command + "\n" + (run.replies[-1] if run.replies else ""))):
         with suppress(Exception):
             target = inside(word, run.settings)
             if fence(target.name) and target.is_file() and target not in run.settings.seen:
@@ -131,8 +137,7 @@ def named(run: Run) -> str | None:
 def rewritten(run: Run) -> bool:
     """Did the last failed command run a program from a reply (text-calls runs a ```python block
     as python3 - <<...)? It has no file to begin: a new program is begun instead."""
-    failed = next((arguments for name, arguments, result in reversed(run.calls) if not result.ok and name == "run_shell"), "")
-    return str(parsed(failed).get("command", "")).startswith("python3 - <<")
+    return failed_command(run)[0].startswith("python3 - <<")
 
 
 def to_fix(run: Run) -> str | None:
@@ -141,7 +146,7 @@ def to_fix(run: Run) -> str | None:
     read last; not a test file (tests are what checks the fix), and only one the model has seen
     whole in this run, so writing it loses nothing it has not read."""
     failed = next((result.text for _, _, result in reversed(run.calls) if not result.ok), "")
-    frames = re.findall(r'File "([^"]+)", line \d+', failed)[::-1]  # innermost first
+    frames = FRAME.findall(failed)[::-1]  # innermost first
     touched = [parsed(arguments).get("path", "") for name, arguments, result in reversed(run.calls)
                if name in ("write_file", "read_file") and result.ok]
     for path in (*frames, *touched):

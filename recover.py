@@ -320,8 +320,6 @@ def failed_attempt(text: str, names: set[str]) -> str | None:
         why = "Your reply has tool-call markup, but no valid call could be read from it."
     elif named:
         why = f"Your reply looks like a call to {named[0]}, but not a valid one (bad JSON, or in code or prose)."
-    elif "<tool_response>" in text:
-        why = "Your reply writes a tool's response itself, but no tool ran: that output is imagined."
     elif fence and (_OUTPUT_LINE.search(text, fence.end()) or _TRANSCRIPT.search(text)):
         why = "Your reply shows code and its output, but no tool was called: that output is imagined."
         how += " If the work is really done, give your final answer again."
