@@ -5,6 +5,7 @@
     python scripts/suite.py --split dev --label base --out runs/   # the dev tasks, into runs/base/
     python scripts/suite.py --only fix-bug --max-turns 10
     python scripts/suite.py --agent-flag=--plain --label plain --out runs/
+    python scripts/suite.py --split dev --ablate all --out runs/   # each aid off where it acted in runs/all/
     python scripts/suite.py --report runs/           # one Markdown row per label; no server needed
 
 For each task: copy tasks/NAME/files/ into a fresh workspace, run `python agent.py` there on
@@ -21,6 +22,12 @@ again, a task folder without one (an interrupted run) is cleared and run again.
 
 tasks/split.json splits the tasks into `dev`, to tune on, and `holdout`, run only to report
 (tasks/README.md). --split picks one; --only picks tasks by name whatever their split.
+
+--ablate LABEL measures each aid by switching it off (`--no-aid NAME`), into OUT/no-NAME/, but
+runs only the tasks in which that aid acted in OUT/LABEL (from its transcript: a note it sent, a
+call it recovered, skipped or refused). In any other task the run with the aid off would have
+been the same run: an aid changes nothing until it acts, and each turn's seed is fixed. So the
+report counts LABEL's result for those tasks, and says how many were run again.
 
 Exit codes: 0 the suite ran (whatever the solve rate) or the report was printed, 1 the server is
 unreachable, 2 usage. Left out on purpose: running tasks in parallel (a small local server does
@@ -49,6 +56,7 @@ from rich.text import Text
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 sys.path.insert(0, str(ROOT))
+import aids  # noqa: E402
 import sandbox  # noqa: E402
 
 CHECK_TIMEOUT = 120  # seconds; a check runs a few small scripts
@@ -193,6 +201,50 @@ def table(title: str, rows: list[dict]) -> Table:
     return t
 
 
+def acted(transcript: Path) -> set[str]:
+    """The aids that acted in one run, read from its transcript: the notes they logged, and the
+    results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5)."""
+    found = set()
+    kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin", "injection": "injection",
+             "notes_ran_out": "nudge"}
+    try:
+        lines = transcript.read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        try:
+            event = json.loads(line)
+            kind, text, result = event.get("kind"), str(event.get("text", "")), str(event.get("result", ""))
+        except (ValueError, AttributeError):
+            continue
+        if event.get("event") == "note" and kind in kinds:
+            found.add(kinds[kind])
+        elif event.get("event") == "note" and kind == "nudge":
+            found.add(next((name for name, key in (("by-hand", "by_hand"), ("unchanged", "unchanged"))
+                            if text == aids.NOTES[key]), "nudge"))
+        elif event.get("event") == "tool" and result == aids.SKIPPED:
+            found.add("text-calls")
+        elif event.get("event") == "tool" and result == aids.REPEATED.format(count=aids.MAX_REPEATS) \
+                or event.get("event") == "end" and event.get("exit_code") == 5:
+            found.add("repeats")
+    return found
+
+
+def ablate(like: str, names: list[str], args) -> list[dict]:
+    """For each aid, run the tasks in which it acted in OUT/LIKE again with it off, into
+    OUT/no-NAME/, and record which tasks those were in OUT/no-NAME/ablation.json."""
+    results = []
+    for aid in aids.NAMES:
+        label = f"no-{aid}"
+        rerun = [name for name in names if aid in acted(args.out / like / name / "transcript.jsonl")]
+        record = args.out / label / "ablation.json"
+        earlier = (load(record) or {}).get("acted", [])
+        record.parent.mkdir(parents=True, exist_ok=True)
+        save(record, {"like": like, "aid": aid, "acted": sorted(set(earlier) | set(rerun))})
+        results += run_suite(label, rerun, args, [*args.agent_flag, "--no-aid", aid])
+    return results
+
+
 def run_suite(label: str, names: list[str], args, flags: list[str]) -> list[dict]:
     """Run the tasks into OUT/LABEL/TASK/, skipping those that already have a result.json."""
     results = []
@@ -232,7 +284,8 @@ def report(folder: Path) -> str:
     """A Markdown table of every OUT/LABEL/TASK/result.json under folder: one row per label.
 
     A cell reads solved/ran, plus "of N" when fewer than the split's N tasks have a result (a
-    run still going, or one that ran --only some tasks).
+    run still going, or one that ran --only some tasks). An ablation's label (--ablate) counts its
+    LIKE's result for each task it had no need to run again, and says how many it ran again.
     """
     labels: dict[str, list[dict]] = {}
     for path in sorted(folder.glob("*/*/result.json")):
@@ -241,13 +294,22 @@ def report(folder: Path) -> str:
             result["generation"] = generation(path.parent / "transcript.jsonl")
             labels.setdefault(path.parent.parent.name, []).append(result)
     size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
+    rerun = {}  # an ablation's label: the tasks it ran again; the rest are its LIKE's results
+    for label in sorted({*labels, *(path.parent.name for path in folder.glob("*/ablation.json"))}):
+        record = load(folder / label / "ablation.json") or {}
+        if record.get("like") in labels:
+            rerun[label] = {r["task"] for r in labels.get(label, [])}
+            labels[label] = labels.get(label, []) + [r for r in labels[record["like"]] if r["task"] not in rerun[label]
+                              and r["task"] not in record.get("acted", [])]
     lines = ["| label | " + " | ".join(SPLITS) + " | commit |", "| --- | " + "--- | " * len(SPLITS) + "--- |"]
     for label, results in sorted(labels.items()):
         cells = []
         for split in SPLITS:
             rows = [r for r in results if r.get("split") == split]
             solved = sum(r["solved"] for r in rows)
-            cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else ""))
+            again = sum(r["task"] in rerun.get(label, ()) for r in rows)
+            cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else "")
+                         + (f" ({again} run again)" if label in rerun else ""))
         commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
     lines += ["", "| label | seconds per turn | generated tokens per task | generated tokens/s | "
@@ -309,12 +371,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--label", default="run", help="name of this run: results go to OUT/LABEL/ (default run)")
     parser.add_argument("--out", type=Path, help="folder for results, workspaces and logs; an existing one "
                                                  "resumes (default: new temp folder)")
+    parser.add_argument("--ablate", metavar="LABEL",
+                        help="switch each aid off in turn, on the tasks where it acted in OUT/LABEL, into OUT/no-NAME/")
     parser.add_argument("--report", type=Path, metavar="DIR",
                         help="print the solve rates of every label under DIR as Markdown, and stop")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
     if args.report and not args.report.is_dir():
         parser.error(f"--report {args.report} is not a folder")
+    if args.ablate and not args.out:
+        parser.error("--ablate needs --out, the folder that holds the run it ablates")
     if "/" in args.label or args.label in ("", ".", ".."):
         parser.error(f"--label {args.label!r} must be a plain folder name")
     return args
@@ -341,7 +407,10 @@ def main(argv: list[str] | None = None) -> int:
         log.print("warning: no bubblewrap sandbox here: checks run the model's code unconfined", style="yellow")
     header = (f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
               f" · {args.label} · commit {args.commit}")
-    results = run_suite(args.label, chosen(args), args, args.agent_flag)
+    if args.ablate:
+        results = ablate(args.ablate, chosen(args), args)
+    else:
+        results = run_suite(args.label, chosen(args), args, args.agent_flag)
     console.print(Text(header))
     console.print(table("" if args.label == "run" else args.label, results))
     console.print(Text(f"solve rate by split: {by_split(results)}"))

@@ -226,3 +226,56 @@ def test_unreachable_server_is_one_line_and_exit_1(tmp_path):
 def test_unknown_task_is_a_usage_error():
     run = subprocess.run([*SUITE, "--only", "no-such-task"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "invalid choice" in run.stderr
+
+
+def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
+    import aids
+    events = [{"event": "note", "kind": "stopped", "text": "the reply's call was complete"},  # the core's, no aid's
+              {"event": "tool", "name": "run_shell", "result": "exit code: 0"},
+              {"event": "end", "exit_code": 0}]
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n[1]\n")
+    assert suite.acted(transcript) == set()
+    assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
+    shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
+             "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
+             "injection": [{"event": "note", "kind": "injection", "text": "..."}],
+             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
+             "by-hand": [{"event": "note", "kind": "nudge", "text": aids.NOTES["by_hand"]}],
+             "unchanged": [{"event": "note", "kind": "nudge", "text": aids.NOTES["unchanged"]}],
+             "repeats": [{"event": "tool", "result": aids.REPEATED.format(count=aids.MAX_REPEATS)}]}
+    assert set(shows) == set(aids.NAMES)
+    for aid, extra in shows.items():
+        transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
+        assert suite.acted(transcript) == {aid}, aid
+    transcript.write_text(json.dumps({"event": "tool", "result": aids.SKIPPED}) + "\n" + json.dumps({"event": "end", "exit_code": 5}))
+    assert suite.acted(transcript) == {"text-calls", "repeats"}
+
+
+def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
+    fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
+    fizzbuzz = (suite.TASKS / "fizzbuzz" / "solution" / "fizzbuzz.py").read_text()
+    fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)),  # fizzbuzz: no aid acts
+                   reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),
+                   *[answer("I do not know.")] * 5]  # csv-total: nudge's notes, until they run out (exit 6)
+    out, both = tmp_path / "out", ["--only", "fizzbuzz", "--only", "csv-total"]
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--label", "all", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge"}
+    fake.requests.clear()
+    fake.script = [answer("I do not know.")]
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--ablate", "all", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert len(fake.requests) == 1  # csv-total under --no-aid nudge, taken at its word; nothing else ran
+    assert sorted(p.name for p in (out / "no-nudge").iterdir()) == ["ablation.json", "csv-total"]
+    result = json.loads((out / "no-nudge" / "csv-total" / "result.json").read_text())
+    assert result["agent_flags"] == ["--no-aid", "nudge"] and result["exit"] == 0 and not result["solved"]
+    assert json.loads((out / "no-begin" / "ablation.json").read_text()) == {"like": "all", "aid": "begin", "acted": []}
+    rows = subprocess.run([*SUITE, "--report", str(out)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    dev, holdout = (len(json.loads((suite.TASKS / "split.json").read_text())[s]) for s in ("dev", "holdout"))
+    table = " ".join(rows)
+    assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
+    assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
