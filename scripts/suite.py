@@ -25,9 +25,11 @@ tasks/split.json splits the tasks into `dev`, to tune on, and `holdout`, run onl
 
 --ablate LABEL measures each aid by switching it off (`--no-aid NAME`), into OUT/no-NAME/, but
 runs only the tasks in which that aid acted in OUT/LABEL (from its transcript: a note it sent, a
-call it recovered, skipped or refused). In any other task the run with the aid off would have
-been the same run: an aid changes nothing until it acts, and each turn's seed is fixed. So the
-report counts LABEL's result for those tasks, and says how many were run again.
+call it recovered, skipped or refused). In any other task, switching the aid off changes
+nothing the model is sent (an aid changes nothing until it acts, and each turn's seed is the
+same), so that run's result stands for it, up to the run-to-run noise a second run of the same
+code shows anyway. The report counts LABEL's result for those tasks, and says how many were
+run again.
 
 Exit codes: 0 the suite ran (whatever the solve rate) or the report was printed, 1 the server is
 unreachable, 2 usage. Left out on purpose: running tasks in parallel (a small local server does
