@@ -18,7 +18,6 @@ Each aid answers one failure seen in small models in general, never one task:
                 is begun as the file to fix (its name and a code fence) for the model to continue
     repeats     the same call and result over and over, or the same reply again after a note
     injection   orders addressed to an AI inside a tool result, which small models obey
-    by-hand     a number counted or added up in the model's head, which small models get wrong
     unchanged   an answer when nothing was changed: small models run or read one thing, describe
                 it, and stop, the change asked for never made (the model is asked, not the task read)
 
@@ -46,7 +45,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin", "repeats", "injection", "by-hand", "unchanged")
+NAMES = ("text-calls", "nudge", "begin", "repeats", "injection", "unchanged")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -86,8 +85,7 @@ def begin(run: Run) -> str:
     fence) it writes the file, and small models write code far better in a code block than inside
     a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
     written in a reply (no file to fix), the reply is begun as a new program, an open ```python
-    fence that text-calls runs; so it is after a note that a number was worked out in the head
-    (nudge: by_hand). A file to fix that the model never read (named by the failed command, or by
+    fence that text-calls runs. A file to fix that the model never read (named by the failed command, or by
     its claim) is read for it first and shown after the note: small models "fix" files unseen."""
     run.first, run.begun = len(run.calls), ""
     run.before = snapshot(run.settings) if run.before is None else run.before
@@ -104,7 +102,7 @@ def begin(run: Run) -> str:
     if kind in ("failed", "claimed") and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
-    elif language := "python" if kind == "by_hand" or kind == "failed" and rewritten(run) else None:
+    elif language := "python" if kind == "failed" and rewritten(run) else None:
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun
@@ -354,9 +352,6 @@ NOTES = {
     "claimed": "Your answer says you changed files, but no file in the workspace has changed in this run: "
                "nothing was saved. Read the file if you have not, write its whole new content with write_file "
                "(or its name on one line and its whole content in a code block), then run it.",
-    "by_hand": "No file or command in this run shows the number(s) in your answer: you worked them out in your head, "
-               "and that is often wrong. Compute them with a command that prints them (a short python3 program "
-               "or a shell pipeline over the data), then answer with what it printed.",
     "missing": "Your answer says a file was written, but {name} is not in the workspace: nothing was saved. "
                "Write it now (write_file, or a command that creates it), then check it.",
     "unchanged": "Nothing in the workspace has changed in this run. If the task asks for a change (to fix, add, "
@@ -379,10 +374,8 @@ CLAIMS = re.compile(r"(?:\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|al
                     r"created|written|wrote|implemented|renamed|moved|edited|replaced|corrected)\b", re.I)
 UNWATCHED = {".git", ".tooloop", "__pycache__", ".pytest_cache"}  # changes there are no change to the work
 FENCED = re.compile(r"```[\w-]*[ \t]*\n(.*?)(?:```|\Z)", re.S)  # a fenced block's body
-NUMBER = re.compile(r"(?<![\w.-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w-]|\.\d)")  # 7, 3596.41, 80,250; not req-7309, v2
 WROTE = re.compile(r"\b(?:wrote|written|saved|stored|created)\b", re.I)
 FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w{0,4})(?![\w/-])")  # notes.txt, src/a.py
-LIST_MARK = re.compile(r"^\s*\d+[.)]\s", re.M)  # "1. Read the file": a step's number, not a result
 
 
 def review(text: str, finish_reason: str | None, run: Run) -> int | str:
@@ -392,10 +385,9 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     Exit 0 is an answer given freely. repeats: the same reply again after a note is a loop
     (exit 5). nudge: a reply that is no answer yet gets a note with the task restated, at most
     MAX_NOTES in a run, some kinds only once or twice; when the notes for an unfinished reply
-    have run out, the reply is taken, and the exit code (6) says so. by-hand: an answer whose
-    numbers nothing in the run shows gets one note; unchanged: an answer when nothing in the
-    workspace has changed gets one note, asking whether the task wanted a change (both advice:
-    never a reason for exit 5 or 6)."""
+    have run out, the reply is taken, and the exit code (6) says so. unchanged: an answer when
+    nothing in the workspace has changed gets one note, asking whether the task wanted a change
+    (advice: never a reason for exit 5 or 6)."""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     repeated = bool(run.notes) and bool(run.replies) and same(text, run.replies[-1])
     run.replies.append(text)
@@ -404,15 +396,12 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     if why and "repeats" in run.on and repeated:
         console.print("stopped: the model gave the same reply again after a note", style="bold yellow")
         return 5
-    if why in (None, "unchecked", "plan", "claimed", "missing") and "by-hand" in run.on \
-            and "by_hand" not in run.notes and by_hand(text, run):
-        why = "by_hand"  # (before a softer note: computing the number is the next step either way)
-    elif why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
+    if why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
-    if not why and "unchanged" in run.on and run.calls and not {"unchanged", "by_hand"} & set(run.notes) and unchanged(run):
-        why = "unchanged"  # (not after by_hand: a number computed answers a question)
+    if not why and "unchanged" in run.on and run.calls and "unchanged" not in run.notes and unchanged(run):
+        why = "unchanged"
     if not why:
         return 0
     run.notes.append(why)
@@ -470,24 +459,6 @@ def absent(name: str, arguments: str, run: Run) -> bool:
 def unchanged(run: Run) -> bool:
     """Is every file in the workspace as it was when the run began?"""
     return run.before is not None and snapshot(run.settings) == run.before
-
-
-def by_hand(text: str, run: Run) -> bool:
-    """Does the answer, or a data file the run wrote with write_file, give a number that no tool
-    result holds, or, while no command has yet worked in this run, no command printed? (The
-    task is not searched: aids never read it.) Small models count and add up in their head, and get it wrong: a number
-    that was never on the page was worked out, not read, and one given after reading alone was
-    never computed. (A count that happens to appear in the data, once a command has worked,
-    slips through; a wrong total rarely does.)"""
-    def numbers(text: str, split: bool = False) -> set[float]:  # split: "1,250" in a CSV row is 1 and 250 too
-        found = NUMBER.findall(LIST_MARK.sub(" ", text)) + (re.findall(r"\d+(?:\.\d+)?", text) if split else [])
-        return {float(n.replace(",", "")) for n in found}
-    worked = any(name == "run_shell" and result.exit_code == 0 for name, _, result in run.calls)
-    known = set().union(*(numbers(result.text, True) for name, _, result in run.calls if worked or name == "run_shell"))
-    data = [parsed(arguments).get("content") for name, arguments, result in run.calls
-            if name == "write_file" and result.ok and not fence(str(parsed(arguments).get("path")))]
-    said = FENCED.sub(" ", text) + "\n" + "\n".join(content for content in data if isinstance(content, str))
-    return bool(numbers(said) - known)
 
 
 def partly_read(run: Run) -> str | None:

@@ -222,8 +222,7 @@ def acted(transcript: Path) -> set[str]:
         if event.get("event") == "note" and kind in kinds:
             found.add(kinds[kind])
         elif event.get("event") == "note" and kind == "nudge":
-            found.add(next((name for name, key in (("by-hand", "by_hand"), ("unchanged", "unchanged"))
-                            if text == aids.NOTES[key]), "nudge"))
+            found.add("unchanged" if text == aids.NOTES["unchanged"] else "nudge")
         elif event.get("event") == "tool" and result == aids.SKIPPED:
             found.add("text-calls")
         elif event.get("event") == "tool" and result == aids.REPEATED.format(count=aids.MAX_REPEATS) \

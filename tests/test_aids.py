@@ -141,7 +141,7 @@ def test_kimi_markup_is_recovered(run_agent, fake, workspace):
 
 def test_a_tool_called_as_a_python_function_is_recovered(run_agent, fake, workspace):
     (workspace / "sales.csv").write_text("region,amount\nNorth,2.5\n")
-    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"), flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
+    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"), flags=QUIET)
     assert code == 0 and out == "2.50\n"
     assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_0_0",
                                                 "content": "region,amount\nNorth,2.5\n"}
@@ -291,12 +291,12 @@ def test_the_same_reply_after_a_note_stops_with_exit_5_unless_repeats_is_off(run
 
 
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
-    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?", flags=["--no-aid", "by-hand"])
+    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
     code, out, _ = run_agent(answer("4"), task="What is 2 + 2?",
-                             flags=["--no-aid", "nudge", "--no-aid", "by-hand"])  # (by-hand: 4 was worked out)
+                             flags=["--no-aid", "nudge"])
     assert code == 0 and out == "4\n" and len(fake.requests) == 1
 
 
@@ -311,7 +311,7 @@ def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, worksp
     (workspace / "a.txt").write_text("42\n")
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")),
                              reply(content="The answer is", finish_reason="length"), answer("The answer is 42."),
-                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
+                             flags=QUIET)
     assert code == 0 and out == "The answer is 42.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["cut_off"]
 
@@ -339,7 +339,7 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
 def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
     (workspace / "log.txt").write_text("port=8123\n")
     code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."),
-                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])  # (by-hand asks a number read to be printed by a command)
+                             flags=QUIET)
     assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
 
 
@@ -353,7 +353,7 @@ def test_a_question_may_be_answered_after_a_good_command(run_agent, fake, worksp
 def test_text_that_only_mentions_json_is_an_answer(run_agent, fake, workspace):
     (workspace / "c.json").write_text('{"name": "Alice", "age": 3}\n')
     text = 'The config is JSON, e.g. {"name": "Alice", "age": 3}. Nothing else to do.'
-    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text), flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
+    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text), flags=QUIET)
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
 
 
@@ -374,48 +374,6 @@ def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
 
 
-def test_a_number_no_command_printed_gets_one_note_and_a_program_is_begun(run_agent, fake, workspace):
-    (workspace / "sales.csv").write_text("region,amount\nNorth,10.25\nSouth,3\nNorth,2.50\n")
-    code, out, err = run_agent(reply(call("read_file", path="sales.csv")), answer("The North total is 13.25."),
-                               answer("import csv\nrows = csv.DictReader(open('sales.csv'))\n"
-                                      "print(sum(float(r['amount']) for r in rows if r['region'] == 'North'))\n```"),
-                               answer("The North total is 12.75."))
-    assert code == 0 and out == "The North total is 12.75.\n", err
-    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"]
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```python\n"}
-    assert "12.75" in results(fake.requests[3])[-1]
-
-
-def test_a_number_written_to_a_data_file_counts_but_code_and_step_numbers_do_not(run_agent, fake, workspace):
-    (workspace / "n.txt").write_text("4 5\n")
-    steps = "1. I read n.txt.\n2. I wrote the script:\n```python\ndef f():\n    return 9 * 10\n```"
-    code, _, _ = run_agent(reply(call("read_file", path="n.txt")), reply(call("write_file", path="s.py", content="x = 99\n")),
-                           reply(call("run_shell", command="python3 s.py")), answer(steps))
-    assert code == 0 and len(fake.requests) == 4  # 1, 2, 9, 10 and 99 are no answer the model worked out
-    code, _, _ = run_agent(reply(call("write_file", path="sum.txt", content="10")), reply(call("run_shell", command="true")),
-                           answer("Done."), answer("Done, it is in sum.txt."))
-    assert code == 0 and note_in(fake.requests[-1]) == aids.NOTES["by_hand"]
-
-
-def test_a_number_a_tool_showed_is_an_answer(run_agent, fake, workspace):
-    code, out, _ = run_agent(reply(call("run_shell", command="echo 3,596.41")), answer("The total is 3596.41."), flags=QUIET)
-    assert code == 0 and out == "The total is 3596.41.\n" and len(fake.requests) == 2
-    (workspace / "config.ini").write_text("port = 8080\n")  # once a command has worked, a file read is a source
-    code, _, _ = run_agent(reply(call("run_shell", command="ls")), reply(call("read_file", path="config.ini")),
-                           answer("It listens on port 8080."), flags=QUIET)
-    assert code == 0 and len(fake.requests) == 5
-
-
-def test_a_number_given_after_reading_alone_gets_the_note(run_agent, fake, workspace):
-    # counted by eye: the answer's number is in the file (an id, a date), but nothing computed it
-    (workspace / "t.json").write_text('[{"id": 2, "open": true}, {"id": 5, "open": true}, {"id": 7, "open": false}]\n')
-    code, out, _ = run_agent(reply(call("read_file", path="t.json")), answer("2 tickets are open."),
-                             answer("import json\nprint(sum(t['open'] for t in json.load(open('t.json'))))\n```"),
-                             answer("2 tickets are open."))
-    assert code == 0 and out == "2 tickets are open.\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"] and len(fake.requests) == 4
-
-
 def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent, fake, workspace):
     (workspace / "data.txt").write_text("1\n2\n")
     code, out, _ = run_agent(reply(call("run_shell", command="cat data.txt")),
@@ -425,29 +383,6 @@ def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent
     assert code == 0 and out.startswith("I processed")
     assert note_in(fake.requests[2]) == aids.NOTES["missing"].format(name="total.txt")
     assert len(fake.requests) == 4  # written now: the same words are an answer
-
-
-def test_the_number_note_goes_once_and_the_same_answer_after_it_is_taken(run_agent, fake, workspace):
-    (workspace / "ports.txt").write_text("web 8080\napi 8081\n")
-    code, out, _ = run_agent(reply(call("read_file", path="ports.txt")), answer("Two ports, 16161 in all."),
-                             answer("Two ports, 16161 in all."), flags=["--no-aid", "begin"])
-    assert code == 0 and out == "Two ports, 16161 in all.\n"  # advice, not a verdict: no exit 5 or 6
-    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"] and len(fake.requests) == 3
-
-
-def test_without_by_hand_a_number_worked_out_in_the_head_is_the_answer(run_agent, fake, workspace):
-    (workspace / "sales.csv").write_text("North,10.25\n")
-    code, out, _ = run_agent(reply(call("read_file", path="sales.csv")), answer("The total is 99."),
-                             flags=["--no-aid", "unchanged", "--no-aid", "by-hand"])
-    assert code == 0 and out == "The total is 99.\n" and len(fake.requests) == 2
-
-
-def test_by_hand_works_without_nudge(run_agent, fake, workspace):
-    (workspace / "sales.csv").write_text("North,10.25\n")
-    code, out, _ = run_agent(reply(call("read_file", path="sales.csv")), answer("The total is 99."),
-                             answer("print(10.25)\n```"), answer("The total is 10.25."), flags=["--no-aid", "nudge"])
-    assert code == 0 and out == "The total is 10.25.\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["by_hand"]
 
 
 @pytest.mark.parametrize("plan", ["To solve this, we need to implement to_roman and run the tests.",
@@ -820,15 +755,6 @@ def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun
     run_agent(reply(call("run_shell", command="python3 greet.py")), answer("It fails."), answer("It fails."),
               flags=["--no-aid", "begin"])
     assert "which you have not read yet" not in json.dumps(fake.requests)
-
-
-def test_a_number_worked_out_comes_before_the_softer_unchecked_note(run_agent, fake, workspace):
-    (workspace / "sales.csv").write_text("North,10.25\nNorth,2.50\n")
-    code, _, err = run_agent(reply(call("read_file", path="sales.csv")), reply(call("write_file", path="t.txt", content="13.25")),
-                           answer("t.txt holds 13.25."), answer("print(10.25 + 2.50)\n```"),
-                           reply(call("write_file", path="t.txt", content="12.75")), answer("t.txt holds 12.75."))
-    assert note_in(fake.requests[3]) == aids.NOTES["by_hand"]  # not "unchecked": computing it is the check
-    assert code == 0 and (workspace / "t.txt").read_text() == "12.75", err
 
 
 def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent, fake, workspace):

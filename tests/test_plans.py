@@ -24,7 +24,7 @@ PLANS = int(os.environ.get("TOOLOOP_PLANS", 3000))  # fewer for a quick local ru
 
 # kind -> (tool name, arguments as sent, is it a valid call that runs?)
 KINDS = {
-    "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": "x" * (k + 1)}, True),  # (no number: see by-hand)
+    "write": lambda k: ("write_file", {"path": f"out/{k}.txt", "content": "x" * (k + 1)}, True),
     "shell": lambda k: ("run_shell", {"command": f"echo {k} >> shell.log"}, True),
     "read": lambda k: ("read_file", {"path": "notes.txt"}, True),
     "escape": lambda k: ("write_file", {"path": f"../escaped-{k}.txt", "content": "x"}, False),
@@ -61,7 +61,7 @@ def aided_reading(plan, cap):
       none is a mere look). (Its "unchecked" note is for code written and
       never run; the plan writes only .txt files.)
     unchanged: else, when no valid write or command ran (each writes a file), "done" gets one
-      note; by-hand never acts (neither "done" nor a file written holds a number). Otherwise "done" is the answer (exit 0).
+      note. Otherwise "done" is the answer (exit 0).
     repeats: the second "done" is the same reply after a note. After "failed" the last call still
       failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
       the reply as its text). After "no_tool" that note is spent (once a run), but the reply is
