@@ -18,8 +18,6 @@ Each aid answers one failure seen in small models in general, never one task:
                 is begun as the file to fix (its name and a code fence) for the model to continue
     repeats     the same call and result over and over, or the same reply again after a note
     injection   orders addressed to an AI inside a tool result, which small models obey
-    unchanged   an answer when nothing was changed: small models run or read one thing, describe
-                it, and stop, the change asked for never made (the model is asked, not the task read)
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -45,7 +43,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin", "repeats", "injection", "unchanged")
+NAMES = ("text-calls", "nudge", "begin", "repeats", "injection")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -354,10 +352,6 @@ NOTES = {
                "(or its name on one line and its whole content in a code block), then run it.",
     "missing": "Your answer says a file was written, but {name} is not in the workspace: nothing was saved. "
                "Write it now (write_file, or a command that creates it), then check it.",
-    "unchanged": "Nothing in the workspace has changed in this run. If the task asks for a change (to fix, add, "
-                 "rename, create or write something), it is not done yet: read the file to change, write its whole "
-                 "new content with write_file, then run it to check. If the task only asks a question, give your "
-                 "answer again.",
     "partial": "You have seen only the start of {name}: it is larger than one read shows, and the answer may be "
                "in the part you have not seen. Search the whole file with a command (grep -n, or a short python3 "
                "program over it), then answer from what it prints.",
@@ -385,9 +379,7 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     Exit 0 is an answer given freely. repeats: the same reply again after a note is a loop
     (exit 5). nudge: a reply that is no answer yet gets a note with the task restated, at most
     MAX_NOTES in a run, some kinds only once or twice; when the notes for an unfinished reply
-    have run out, the reply is taken, and the exit code (6) says so. unchanged: an answer when
-    nothing in the workspace has changed gets one note, asking whether the task wanted a change
-    (advice: never a reason for exit 5 or 6)."""
+    have run out, the reply is taken, and the exit code (6) says so."""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     repeated = bool(run.notes) and bool(run.replies) and same(text, run.replies[-1])
     run.replies.append(text)
@@ -400,8 +392,6 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
-    if not why and "unchanged" in run.on and run.calls and "unchanged" not in run.notes and unchanged(run):
-        why = "unchanged"
     if not why:
         return 0
     run.notes.append(why)

@@ -208,7 +208,7 @@ def acted(transcript: Path) -> set[str]:
     results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5)."""
     found = set()
     kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin", "injection": "injection",
-             "notes_ran_out": "nudge"}
+             "notes_ran_out": "nudge", "nudge": "nudge"}
     try:
         lines = transcript.read_text().splitlines()
     except OSError:
@@ -221,8 +221,6 @@ def acted(transcript: Path) -> set[str]:
             continue
         if event.get("event") == "note" and kind in kinds:
             found.add(kinds[kind])
-        elif event.get("event") == "note" and kind == "nudge":
-            found.add("unchanged" if text == aids.NOTES["unchanged"] else "nudge")
         elif event.get("event") == "tool" and result == aids.SKIPPED:
             found.add("text-calls")
         elif event.get("event") == "tool" and result == aids.REPEATED.format(count=aids.MAX_REPEATS) \

@@ -37,7 +37,6 @@ import sandbox
 from fake_server import Status, answer, call, reply
 from test_adversarial import fails_if_blocked
 
-QUIET = ["--no-aid", "unchanged"]  # for runs whose answer ends a run that changed nothing, on purpose
 
 PASSWORD = f"hunter2-{os.getpid()}-pw"
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is missing or does not work here")
@@ -89,7 +88,7 @@ def test_credentials_in_a_reachable_base_url_reach_no_transcript_screen_or_tool_
     (workspace / "config.txt").write_text(f"url = {url}\n")
     fake.extra_routes["/props"] = (200, {"default_generation_settings": {"n_ctx": 8192}})
     fake.script = [reply(call("read_file", path="config.txt")), answer("done")]
-    code = agent.main(["--base-url", url, "--workspace", str(workspace), "--transcript", str(log), *QUIET, "go"])
+    code = agent.main(["--base-url", url, "--workspace", str(workspace), "--transcript", str(log), "go"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "done\n"
     assert fake.gets == ["/props"]  # the check reached the server with the credentials in the URL
@@ -216,7 +215,7 @@ def test_the_end_of_the_run_lists_what_the_harness_removed(run_agent, fake, work
     (git would run its hooks on the host); the harness removes it, and the run ends with one
     warning block saying so, even with --quiet, and a `removed` event in the transcript."""
     plant = "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit"
-    code, out, err = run_agent(reply(shell(plant)), *done(), flags=flags + QUIET)
+    code, out, err = run_agent(reply(shell(plant)), *done(), flags=flags)
     assert code == 0 and out == "done (0)\n"
     assert not (workspace / ".git").exists()
     entry = f"removed .git/, made by the command: {plant}"

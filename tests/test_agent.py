@@ -22,7 +22,6 @@ import prompts
 import tools
 from fake_server import Status, answer, call, reply
 
-QUIET = ["--no-aid", "unchanged"]  # for runs whose answer ends a run that changed nothing, on purpose
 
 AGENT = [sys.executable, str(tools.Path(agent.__file__))]
 
@@ -309,7 +308,7 @@ def test_ctrl_c_stops_the_command_and_exits_130(fake, tmp_path):
 
 
 def test_quiet_prints_only_the_answer(run_agent):
-    code, out, err = run_agent(reply(call("run_shell", command="echo hi")), answer("fine"), flags=["--no-aid", "unchanged", "--quiet"])
+    code, out, err = run_agent(reply(call("run_shell", command="echo hi")), answer("fine"), flags=["--quiet"])
     assert code == 0 and out == "fine\n" and err == ""
 
 
@@ -466,7 +465,7 @@ def big_file(workspace) -> str:
 
 def test_an_overflow_from_the_newest_result_shortens_it_and_the_run_goes_on(run_agent, fake, workspace):
     text = big_file(workspace)
-    code, out, err = run_agent(reply(call("read_file", path="big.txt")), OVERFLOW, answer("read it"), flags=QUIET)
+    code, out, err = run_agent(reply(call("read_file", path="big.txt")), OVERFLOW, answer("read it"))
     assert code == 0 and out == "read it\n"
     assert len(fake.requests) == 3
     assert tool_messages(fake.requests[1])[0]["content"] == text  # as read, until it did not fit
@@ -522,7 +521,7 @@ def test_no_working_sandbox_stops_before_any_model_call_with_exit_2(fake, worksp
 def test_read_only_needs_no_sandbox_and_goes_on(fake, workspace, failing_bwrap):
     (workspace / "a.txt").write_text("hello\n")
     fake.script = [reply(call("read_file", path="a.txt")), answer("it says hello")]
-    proc = run_with_path(fake, workspace, failing_bwrap, "--approval", "read-only", *QUIET)
+    proc = run_with_path(fake, workspace, failing_bwrap, "--approval", "read-only")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "it says hello\n"
     assert tool_messages(fake.requests[-1])[0]["content"] == "hello\n"

@@ -24,7 +24,6 @@ KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|t
         '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
 
 
-QUIET = ["--no-aid", "unchanged"]  # for tests of other aids whose answer ends a run that changed nothing
 
 
 def note_in(request: dict) -> str:
@@ -141,7 +140,7 @@ def test_kimi_markup_is_recovered(run_agent, fake, workspace):
 
 def test_a_tool_called_as_a_python_function_is_recovered(run_agent, fake, workspace):
     (workspace / "sales.csv").write_text("region,amount\nNorth,2.5\n")
-    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"), flags=QUIET)
+    code, out, _ = run_agent(answer("```python\nread_file('sales.csv')\n```"), answer("2.50"))
     assert code == 0 and out == "2.50\n"
     assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "recovered_0_0",
                                                 "content": "region,amount\nNorth,2.5\n"}
@@ -220,7 +219,7 @@ def test_a_command_after_a_read_or_a_good_write_runs(run_agent, fake, workspace)
 def test_output_quoted_from_a_real_run_is_not_called_imagined_nor_run_again(run_agent, fake, workspace):
     (workspace / "server.log").write_text("10:23:07 INFO req-7308 ok\n10:23:08 ERROR req-7309 timeout\n")
     quoted = "```sh\ngrep ERROR server.log\n```\nOutput:\n```\n10:23:08 ERROR req-7309 timeout\n```\nIt is req-7309."
-    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer(quoted), flags=QUIET)
+    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer(quoted))
     assert code == 0 and out == quoted + "\n" and len(fake.requests) == 2
 
 
@@ -254,13 +253,13 @@ def test_a_whole_call_written_as_text_before_the_cut_runs(run_agent, fake, works
 def test_an_answer_right_after_a_failed_command_gets_the_task_and_the_failed_note(run_agent, fake):
     give_up = "The command failed. Please check the file and provide more details."
     code, out, _ = run_agent(reply(call("run_shell", command="echo x > f.txt; exit 2")), answer(give_up),
-                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.", flags=QUIET)
+                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.")
     assert code == 0 and out == "It runs now.\n"
     note = fake.requests[2]["messages"][-1]
     assert note == {"role": "user", "content": aids.AGAIN.format(task="Fix the build.") + aids.NOTES["failed"]}
     # switched off, the same script ends on the give-up
     fake.requests.clear()
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up), flags=["--no-aid", "unchanged", "--no-aid", "nudge"])
+    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up), flags=["--no-aid", "nudge"])
     assert code == 0 and out == give_up + "\n" and len(fake.requests) == 2
 
 
@@ -302,7 +301,7 @@ def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."), flags=QUIET)
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
     assert code == 0 and out == "It says apple.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["empty"]
 
@@ -311,7 +310,7 @@ def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, worksp
     (workspace / "a.txt").write_text("42\n")
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")),
                              reply(content="The answer is", finish_reason="length"), answer("The answer is 42."),
-                             flags=QUIET)
+                             )
     assert code == 0 and out == "The answer is 42.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["cut_off"]
 
@@ -339,21 +338,21 @@ def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, worksp
 def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
     (workspace / "log.txt").write_text("port=8123\n")
     code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."),
-                             flags=QUIET)
+                             )
     assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
 
 
 def test_a_question_may_be_answered_after_a_good_command(run_agent, fake, workspace):
     (workspace / "server.log").write_text("ERROR req-7309\n")
     code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer("req-7309, updated."),
-                             task="Which request id is on the ERROR line of server.log?", flags=QUIET)
+                             task="Which request id is on the ERROR line of server.log?")
     assert code == 0 and out == "req-7309, updated.\n" and len(fake.requests) == 2
 
 
 def test_text_that_only_mentions_json_is_an_answer(run_agent, fake, workspace):
     (workspace / "c.json").write_text('{"name": "Alice", "age": 3}\n')
     text = 'The config is JSON, e.g. {"name": "Alice", "age": 3}. Nothing else to do.'
-    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text), flags=QUIET)
+    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text))
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
 
 
@@ -361,7 +360,7 @@ def test_code_shown_after_reading_gets_a_note_and_after_a_good_run_is_an_answer(
     (workspace / "a.py").write_text("print(0)\n")
     shown = "Here is the code:\n```python\ndef one():\n    return 1\n```"
     code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
-                             reply(call("run_shell", command="true")), answer(shown), flags=QUIET)
+                             reply(call("run_shell", command="true")), answer(shown))
     assert code == 0 and out == shown + "\n"
     assert note_in(fake.requests[2]) == aids.NOTES["code"]
     assert len(fake.requests) == 4
@@ -370,7 +369,7 @@ def test_code_shown_after_reading_gets_a_note_and_after_a_good_run_is_an_answer(
 def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
     (workspace / "server.log").write_text("INFO req-5969\n")
     text = "The first bytes are:\n```\n```\nThe request is req-5969."
-    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text), flags=QUIET)
+    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text))
     assert code == 0 and out == text + "\n" and len(fake.requests) == 2
 
 
@@ -389,7 +388,7 @@ def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent
                                   "I will write the new content for backup.sh and then run it.",
                                   "Let's add the flag."])
 def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."), flags=QUIET)
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
     assert code == 0 and out == "Done: it works.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["plan"]
 
@@ -397,7 +396,7 @@ def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
 def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("a\n")
     echo = '<tool_call>{"name": "run_shell", "arguments": {"command": "ls"</tool_call> and then more'
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."), flags=QUIET)
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."))
     assert code == 0 and out == "It holds a.\n"
     assert "Nothing was done" in note_in(fake.requests[2])
 
@@ -447,7 +446,7 @@ def test_after_a_failed_program_from_a_reply_a_new_program_is_begun(run_agent, f
     # No file to fix: the program lived in the reply. Prose again would be the same prose.
     code, out, err = run_agent(answer("```python\nimport sys\nsys.exit('no data')\n```"),
                                answer("The file has no data, so it cannot be done."),
-                               answer("print(len('abc'))\n```"), answer("The answer is 3."), flags=QUIET)
+                               answer("print(len('abc'))\n```"), answer("The answer is 3."))
     assert code == 0 and out == "The answer is 3.\n", err
     assert note_in(fake.requests[2]) == aids.NOTES["failed"]
     assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```python\n"}
@@ -580,7 +579,7 @@ def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
         (workspace / f"big{n}.txt").write_text("word " * 1100)  # 5,500 characters each
     reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
     code, out, err = run_agent(*[context_window(15_000, r) for r in reads],
-                               context_window(15_000, answer("done")), context_window(15_000, answer("done")), flags=QUIET)
+                               context_window(15_000, answer("done")), context_window(15_000, answer("done")))
     assert code == 0 and out == "done\n"
     assert "context full" in err and "shortened tool output" in flat(err)
     last = fake.requests[-1]["messages"]
@@ -653,7 +652,7 @@ def test_a_change_made_by_a_command_counts_as_a_change(run_agent, fake, workspac
 
 def test_without_nudge_a_claimed_change_is_the_answer(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer("I've fixed it."),
-                             flags=["--no-aid", "unchanged", "--no-aid", "nudge"])
+                             flags=["--no-aid", "nudge"])
     assert code == 0 and out == "I've fixed it.\n" and len(fake.requests) == 2
 
 
@@ -705,29 +704,6 @@ def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
     assert logged == [{"kind": "begun", "text": "began the reply as evil\x1b[2J\u202e.py"}]  # the transcript keeps it as it was
 
 
-# --- unchanged: an answer when nothing was changed ------------------------------------------------
-
-def test_an_answer_when_nothing_changed_gets_one_note_and_the_same_answer_is_then_taken(run_agent, fake, workspace):
-    (workspace / "main.py").write_text("print('area 12')\n")
-    said = "It prints area 12."
-    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer(said), answer(said))
-    assert code == 0 and out == said + "\n"  # a question, answered twice: no exit 5 for the same reply
-    assert note_in(fake.requests[2]) == aids.NOTES["unchanged"] and len(fake.requests) == 3
-    fake.requests.clear()
-    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer(said), flags=QUIET)
-    assert code == 0 and len(fake.requests) == 2
-
-
-def test_after_the_unchanged_note_the_model_can_make_the_change(run_agent, fake, workspace):
-    (workspace / "main.py").write_text("print('area 12')\n")
-    code, out, _ = run_agent(reply(call("run_shell", command="python3 main.py")), answer("It prints area 12."),
-                             reply(call("read_file", path="main.py")),
-                             reply(call("write_file", path="main.py", content="print('area: 12')\n")),
-                             reply(call("run_shell", command="python3 main.py")), answer("Now it prints area: 12."))
-    assert code == 0 and out == "Now it prints area: 12.\n" and len(fake.requests) == 6
-    assert [note_in(r) for r in fake.requests[1:] if r["messages"][-1]["role"] == "user"] == [aids.NOTES["unchanged"]]
-
-
 def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, workspace):
     # `sed -i` that matches nothing rewrites the file: a new mtime, the same bytes
     (workspace / "cart.py").write_text("import helpers\n")
@@ -761,20 +737,20 @@ def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent,
     lines = [f"INFO request req-{n}" for n in range(1000)]
     (workspace / "big.log").write_text("\n".join(lines[:900] + ["ERROR request req-7309"] + lines[900:]) + "\n")
     code, out, _ = run_agent(reply(call("read_file", path="big.log")), answer("No line says ERROR."),
-                             reply(call("run_shell", command="grep -n ERROR big.log")), answer("req-7309"), flags=QUIET)
+                             reply(call("run_shell", command="grep -n ERROR big.log")), answer("req-7309"))
     assert code == 0 and out == "req-7309\n"
     assert note_in(fake.requests[2]) == aids.NOTES["partial"].format(name="big.log")
     fake.requests.clear()
     (workspace / "small.log").write_text("ERROR request req-1\n")  # read whole: the answer stands
-    code, _, _ = run_agent(reply(call("read_file", path="small.log")), answer("req-1"), flags=QUIET)
+    code, _, _ = run_agent(reply(call("read_file", path="small.log")), answer("req-1"))
     assert code == 0 and len(fake.requests) == 2
 
 
 def test_a_program_ending_in_an_expression_prints_its_value_as_a_notebook_would(run_agent, fake, workspace):
-    code, _, _ = run_agent(answer("```python\nrows = [3, 4.5]\nsum(rows)\n```"), answer("7.5"), flags=QUIET)
+    code, _, _ = run_agent(answer("```python\nrows = [3, 4.5]\nsum(rows)\n```"), answer("7.5"))
     assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\n7.5\n"
     fake.requests.clear()
-    code, _, _ = run_agent(answer("```python\ndef main():\n    print('hi')\nmain()\n```"), answer("ok"), flags=QUIET)
+    code, _, _ = run_agent(answer("```python\ndef main():\n    print('hi')\nmain()\n```"), answer("ok"))
     assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\nhi\n"  # None: nothing more
 
 

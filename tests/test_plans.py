@@ -59,15 +59,12 @@ def aided_reading(plan, cap):
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
       the last call failed ("failed", at most 2; every read here is of a file that is there, so
       none is a mere look). (Its "unchecked" note is for code written and
-      never run; the plan writes only .txt files.)
-    unchanged: else, when no valid write or command ran (each writes a file), "done" gets one
-      note. Otherwise "done" is the answer (exit 0).
+      never run; the plan writes only .txt files.) Otherwise "done" is the answer (exit 0).
     repeats: the second "done" is the same reply after a note. After "failed" the last call still
       failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
       the reply as its text). After "no_tool" that note is spent (once a run), but the reply is
       still unfinished: it is taken as the answer with exit 6, the notes for it having run out.
-      After "unchanged" (advice, never a verdict) it is the answer (exit 0). MAX_NOTES is never
-      reached here.
+      MAX_NOTES is never reached here.
     The cap ends the run with exit 3 wherever it falls."""
     ran, results, tried, last, streak = [], [], [], None, 0
     for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
@@ -82,18 +79,15 @@ def aided_reading(plan, cap):
             ran.append((turn - 1, name))
     if len(plan) + 1 > cap:
         return cap, 3, "", ran, results
-    changed = any(ok for name, ok in tried if name in ("write_file", "run_shell"))  # each valid one writes a file
     if not tried:
         note = "no_tool"
     elif not tried[-1][1]:
         note = "failed"
-    elif not changed:
-        note = "unchanged"
     else:
         return len(plan) + 1, 0, "done", ran, results
     if len(plan) + 2 > cap:
         return cap, 3, "", ran, results
-    return len(plan) + 2, {"failed": 5, "no_tool": 6, "unchanged": 0}[note], "done", ran, results
+    return len(plan) + 2, {"failed": 5, "no_tool": 6}[note], "done", ran, results
 
 
 def scripted(plan):

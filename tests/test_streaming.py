@@ -12,7 +12,6 @@ import pytest
 import screen
 from fake_server import Midstream, answer
 
-QUIET = ["--no-aid", "unchanged"]  # for runs whose answer ends a run that changed nothing, on purpose
 
 CALL = '```json\n{"name": "run_shell", "arguments": {"command": "echo hi"}}\n```'
 EXPLANATION = "\n\n### Explanation\n" + "This command prints hi, which shows the shell works. " * 40
@@ -46,7 +45,7 @@ def test_the_text_is_on_screen_before_the_reply_ends(run_agent, fake, monkeypatc
 
 def test_a_reply_is_stopped_once_its_command_is_complete(run_agent, fake):
     fake.delay, fake.piece = 0.01, 8
-    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("It printed hi."), flags=QUIET)
+    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("It printed hi."))
     assert code == 0
     stream = fake.streams[0]
     assert stream["hung_up"]
@@ -62,20 +61,20 @@ def test_a_reply_is_stopped_once_its_command_is_complete(run_agent, fake):
 def test_a_reply_that_starts_imagining_a_tool_response_is_stopped_there(run_agent, fake, workspace):
     fake.delay, fake.piece = 0.01, 8
     made_up = "Here's how:\n\n<tool_response>\nexit code: 0\n--- stdout ---\n" + "[123, 456, 789] " * 60
-    code, out, _ = run_agent(answer(made_up), answer("```sh\necho 42\n```"), answer("It is 42."), flags=QUIET)
+    code, out, _ = run_agent(answer(made_up), answer("```sh\necho 42\n```"), answer("It is 42."))
     assert code == 0 and out == "It is 42.\n"
     assert fake.streams[0]["hung_up"] and fake.streams[0]["chunks"] < fake.streams[0]["total"] - 100
     assert fake.requests[1]["messages"][2] == {"role": "assistant", "content": "Here's how:\n\n"}  # kept up to the tag
     assert "tool_response" not in json.dumps(fake.requests[1]) and "[123, 456" not in json.dumps(fake.requests[1])
     fake.requests.clear()
-    code, out, _ = run_agent(answer(CALL + "\n<tool_response>\nhi\n" + EXPLANATION), answer("It printed hi."), flags=QUIET)
+    code, out, _ = run_agent(answer(CALL + "\n<tool_response>\nhi\n" + EXPLANATION), answer("It printed hi."))
     assert code == 0 and fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"
 
 
 def test_a_call_in_any_closed_tag_stops_the_reply_and_its_repeats_are_never_generated(run_agent, fake):
     fake.delay, fake.piece = 0.01, 8
     block = '<tools>\n    {"name": "run_shell", "arguments": {"command": "echo hi"}}\n</tools>\n\n'
-    code, _, _ = run_agent(answer(block * 30), answer("It printed hi."), flags=QUIET)
+    code, _, _ = run_agent(answer(block * 30), answer("It printed hi."))
     assert code == 0 and fake.streams[0]["hung_up"]
     assert fake.streams[0]["chunks"] <= -(-len(block) // 8) + 4 < fake.streams[0]["total"] - 100
 
@@ -99,7 +98,7 @@ def test_a_file_written_as_a_block_does_not_stop_the_reply(run_agent, fake, work
 
 def test_a_stopped_reply_still_counts_its_tokens_from_the_timings(run_agent, fake):
     fake.delay = 0.01
-    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("ok"), flags=QUIET)
+    code, _, err = run_agent(answer(CALL + EXPLANATION), answer("ok"))
     assert code == 0 and fake.streams[0]["hung_up"]  # so no usage chunk came
     turn_one = next(line for line in err.splitlines() if line.startswith("turn 1/"))
     assert "context ?" not in turn_one and "out ?" not in turn_one  # usage built from the last chunk's timings

@@ -241,7 +241,6 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
              "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
              "injection": [{"event": "note", "kind": "injection", "text": "..."}],
              "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
-             "unchanged": [{"event": "note", "kind": "nudge", "text": aids.NOTES["unchanged"]}],
              "repeats": [{"event": "tool", "result": aids.REPEATED.format(count=aids.MAX_REPEATS)}]}
     assert set(shows) == set(aids.NAMES)
     for aid, extra in shows.items():

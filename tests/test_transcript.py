@@ -10,7 +10,6 @@ import agent
 import transcript
 from fake_server import Status, answer, call, reply
 
-QUIET = ["--no-aid", "unchanged"]  # for runs whose answer ends a run that changed nothing, on purpose
 
 AGENT = [sys.executable, agent.__file__]
 SECRET = "sk-test-transcript-0123456789"
@@ -97,17 +96,17 @@ def test_replay_divergence_is_reported(fake, workspace, capsys):
     (workspace / "data.txt").write_text("first")
     log = workspace.parent / "t.jsonl"
     fake.script = [reply(call("read_file", path="data.txt")), answer("it says first")]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log), *QUIET, "go"]) == 0
+    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log), "go"]) == 0
     (workspace / "data.txt").write_text("second")
     capsys.readouterr()
-    assert agent.main(["--replay", str(log), "--workspace", str(workspace), "--transcript", "off", *QUIET]) == 0
+    assert agent.main(["--replay", str(log), "--workspace", str(workspace), "--transcript", "off"]) == 0
     err = capsys.readouterr().err
     assert "replay: 1 divergence(s) from the recording" in err
     assert "recorded: 'first'" in err and "now:      'second'" in err
 
 
 def test_show_request_prints_schemas_and_every_message(run_agent, fake):
-    code, _, err = run_agent(reply(call("run_shell", command="echo 12345")), answer("ok"), flags=["--no-aid", "unchanged", "--show-request"])
+    code, _, err = run_agent(reply(call("run_shell", command="echo 12345")), answer("ok"), flags=["--show-request"])
     assert code == 0
     # the screen holds each request body exactly as sent (and each raw response), as JSON
     shown, decoder, at = [], json.JSONDecoder(), 0
