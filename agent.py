@@ -90,7 +90,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
             show_call(name, arguments)
             result = aids.instead(name, arguments, state) or (CUT if cut else dispatch(name, arguments, settings))
-            result = aids.after(name, arguments, result, state)  # aid: orders planted in data
+            result = aids.after(name, arguments, result, state)  # what the aids know of each call
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result.text})

@@ -207,7 +207,7 @@ def acted(transcript: Path) -> set[str]:
     """The aids that acted in one run, read from its transcript: the notes they logged, and the
     results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5)."""
     found = set()
-    kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin", "injection": "injection",
+    kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin",
              "notes_ran_out": "nudge", "nudge": "nudge"}
     try:
         lines = transcript.read_text().splitlines()

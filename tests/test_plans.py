@@ -50,7 +50,7 @@ def plain_reading(plan, cap):
 
 def aided_reading(plan, cap):
     """Every aid on, read off aids.py for this model (one structured call a reply, then "done"
-    every time; no code files, tracebacks or orders in the data, so `begin`, `injection` and
+    every time; no code files, tracebacks or orders in the data, so `begin` and
     `recover` never act):
 
     repeats: a call identical to the two before it is not run (an error result); a 4th identical

@@ -239,7 +239,6 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
              "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
-             "injection": [{"event": "note", "kind": "injection", "text": "..."}],
              "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
              "repeats": [{"event": "tool", "result": aids.REPEATED.format(count=aids.MAX_REPEATS)}]}
     assert set(shows) == set(aids.NAMES)
