@@ -82,8 +82,9 @@ def begin(run: Run) -> str:
     fence) it writes the file, and small models write code far better in a code block than inside
     a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
     written in a reply (no file to fix), the reply is begun as a new program, an open ```python
-    fence that text-calls runs. A file to fix that the model never read (named by the failed command, or by
-    its claim) is read for it first and shown after the note: small models "fix" files unseen."""
+    fence that text-calls runs. A file to fix that the model never read (named by the failed
+    command, or by its claim) is read for it first and shown after the note: small models "fix"
+    files unseen."""
     run.first, run.begun = len(run.calls), ""
     run.before = snapshot(run.settings) if run.before is None else run.before
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
