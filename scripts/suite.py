@@ -205,7 +205,9 @@ def table(title: str, rows: list[dict]) -> Table:
 
 def acted(transcript: Path) -> set[str]:
     """The aids that acted in one run, read from its transcript: the notes they logged, and the
-    results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5)."""
+    results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5).
+    Not seen: a reply text-calls cut at `<tool_response>` with no call in it, since the core's
+    "stopped" note is the same for a native call (none in the runs the README reports)."""
     found = set()
     kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin",
              "notes_ran_out": "nudge", "nudge": "nudge"}
