@@ -6,6 +6,7 @@
     python scripts/suite.py --only fix-bug --max-turns 10
     python scripts/suite.py --agent-flag=--plain --label plain --out runs/
     python scripts/suite.py --split dev --ablate all --out runs/   # each aid off where it acted in runs/all/
+    python scripts/suite.py --ablate all --aid nudge --out runs/   # only nudge off, into runs/no-nudge/
     python scripts/suite.py --report runs/           # one Markdown row per label; no server needed
 
 For each task: copy tasks/NAME/files/ into a fresh workspace, run `python agent.py` there on
@@ -235,7 +236,7 @@ def ablate(like: str, names: list[str], args) -> list[dict]:
     """For each aid, run the tasks in which it acted in OUT/LIKE again with it off, into
     OUT/no-NAME/, and record which tasks those were in OUT/no-NAME/ablation.json."""
     results = []
-    for aid in aids.NAMES:
+    for aid in args.aid or aids.NAMES:
         label = f"no-{aid}"
         rerun = [name for name in names if aid in acted(args.out / like / name / "transcript.jsonl")]
         record = args.out / label / "ablation.json"
@@ -374,6 +375,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                  "resumes (default: new temp folder)")
     parser.add_argument("--ablate", metavar="LABEL",
                         help="switch each aid off in turn, on the tasks where it acted in OUT/LABEL, into OUT/no-NAME/")
+    parser.add_argument("--aid", action="append", choices=aids.NAMES, metavar="NAME",
+                        help="with --ablate: switch off only this aid (repeatable; default: each in turn)")
     parser.add_argument("--report", type=Path, metavar="DIR",
                         help="print the solve rates of every label under DIR as Markdown, and stop")
     args = parser.parse_args(argv)
@@ -382,6 +385,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--report {args.report} is not a folder")
     if args.ablate and not args.out:
         parser.error("--ablate needs --out, the folder that holds the run it ablates")
+    if args.aid and not args.ablate:
+        parser.error("--aid picks the aids --ablate switches off; it needs --ablate")
     if "/" in args.label or args.label in ("", ".", ".."):
         parser.error(f"--label {args.label!r} must be a plain folder name")
     return args

@@ -276,3 +276,19 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
     assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
     assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
+
+
+def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
+    fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
+    fake.script = [*[answer("I do not know.")] * 5]  # nudge's notes, until they run out (exit 6)
+    out, one = tmp_path / "out", ["--only", "csv-total"]
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--label", "all", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    fake.script = [answer("I do not know.")]
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--ablate", "all", "--aid", "begin", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-begin"]  # no no-nudge: not named
+    bad = subprocess.run([*SUITE, "--aid", "begin", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--aid" in bad.stderr and "Traceback" not in bad.stderr
