@@ -315,7 +315,8 @@ def report(folder: Path) -> str:
         commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
     lines += ["", "| label | seconds per turn | generated tokens per task | generated tokens/s | "
-                  "median seconds per solved task | timeouts |", "| --- | --- | --- | --- | --- | --- |"]
+                  "median seconds per task | median seconds per solved task | timeouts |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for label, results in sorted(labels.items()):
         lines.append(f"| {label} | " + " | ".join(speed(results)) + " |")
     return "\n".join(lines)
@@ -342,15 +343,17 @@ def speed(results: list[dict]) -> list[str]:
     """Where the time went, over all of a label's tasks: seconds per model turn and generated
     tokens per task (from the runs that ended on their own: a run killed at the timeout has no
     transcript end), the generation speed the server reported over every reply, the median wall
-    time of a solved task, and how many hit the timeout."""
+    time of a task and of a solved task, and how many hit the timeout."""
     ended = [r for r in results if isinstance(r.get("turns"), int) and r["turns"] > 0 and "seconds" in r]
     tokens = [r["tokens"]["completion"] for r in ended if isinstance(r.get("tokens"), dict)]
+    wall = [r["seconds"] for r in results if "seconds" in r]
     solved = [r["seconds"] for r in results if r.get("solved") and "seconds" in r]
     made = sum(r.get("generation", (0, 0.0))[0] for r in results)
     seconds = sum(r.get("generation", (0, 0.0))[1] for r in results)
     return [f"{sum(r['seconds'] for r in ended) / sum(r['turns'] for r in ended):.1f}" if ended else "?",
             f"{statistics.mean(tokens):.0f}" if tokens else "?",
             f"{made / seconds:.1f}" if seconds else "?",
+            f"{statistics.median(wall):.0f}" if wall else "?",
             f"{statistics.median(solved):.0f}" if solved else "?",
             str(sum(r.get("exit") == "timeout" for r in results))]
 
