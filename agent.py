@@ -7,7 +7,7 @@ endpoint, append the reply as it came back, run each tool call it asks for throu
 `tools.dispatch`, append the result, and repeat until the model answers without a call or the
 turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
 validates and checks permissions; errors go back to the model as values; a hard cap).
-Small local models need more, and that lives in aids.py, which the loop asks at seven named
+Small local models need more, and that lives in aids.py, which the loop asks at six named
 places; `--plain` switches every aid off, `--no-aid NAME` one of them.
 
 The rest is the model call (`caller`, through the openai client, every reply streamed and
@@ -46,7 +46,6 @@ EXIT_CODES = {
     2: "usage or configuration error (bad flags, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
-    5: "the model repeated itself (the same call, or the same reply after a note) and was stopped",
     6: "an answer taken only because the notes ran out: the harness judged it unfinished (on stdout)",
     130: "interrupted (Ctrl-C)",
 }
@@ -94,8 +93,6 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result.text})
-        if aids.stuck(state):  # aid: the same call and result over and over
-            return 5, ""
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""

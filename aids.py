@@ -1,11 +1,10 @@
 """The small-model aids: general answers to the ways small local models fail as agents.
 
-The loop in agent.py is the article's loop plus the lesson's rules. It asks this module at seven
+The loop in agent.py is the article's loop plus the lesson's rules. It asks this module at six
 places, each named in the loop: `begin` (before the model is called), `complete` (while a reply
 streams: has it written its call yet?), `recover` (a reply with no structured call), `review` (a
-reply that would end the run), `instead` and `after` (around each tool call) and `stuck` (after a
-turn). With no aid switched on (`--plain`) each of them does
-nothing, and the loop is the article's.
+reply that would end the run), and `instead` and `after` (around each tool call). With no aid
+switched on (`--plain`) each of them does nothing, and the loop is the article's.
 
 Each aid answers one failure seen in small models in general, never one task:
 
@@ -16,7 +15,6 @@ Each aid answers one failure seen in small models in general, never one task:
                 was never made, work never checked
     begin       after a note about a failure, a reply in prose again instead of the fix: the reply
                 is begun as the file to fix (its name and a code fence) for the model to continue
-    repeats     the same call and result over and over, or the same reply again after a note
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -42,7 +40,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin", "repeats")
+NAMES = ("text-calls", "nudge", "begin")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -243,26 +241,16 @@ SKIPPED = ("Error: not run, because it was planned before the result of a call a
            "again if it still makes sense.")
 
 
-# --- repeats: the same call, or the same reply, again --------------------------------------------
-
-MAX_REPEATS = 3  # the 3rd identical call in a row is not run; after a 4th the run stops
-
-REPEATED = ("Error: you made this exact call {count} times in a row, so it was not run again: the "
-            "result would be the same. Try something different, or answer if you are done.")
-
+# --- instead: a call not run ------------------------------------------------------------------
 
 def instead(name: str, arguments: str, run: Run) -> Result | None:
     """What a call gets instead of running, or None to run it.
 
     text-calls: a call planned before a result it needed, in a reply of several calls (small
     models read a file and "fix" it, or run a failing check and rewrite, in one breath), is not
-    run (see `blind`).
-    repeats: the same call a third time in a row gets the same result a third time; it is not run,
-    and the model is told so (OpenHands' stuck detector: the same action and observation again)."""
+    run (see `blind`)."""
     if "text-calls" in run.on and blind(name, run.calls[run.first:]):
         return Result(SKIPPED, ok=False)
-    if "repeats" in run.on and repeats(run, name, arguments) + 1 >= MAX_REPEATS:
-        return Result(REPEATED.format(count=MAX_REPEATS), ok=False)
     return None
 
 
@@ -276,35 +264,6 @@ def blind(name: str, earlier: list) -> bool:
         return any((tool == "read_file" and result.ok) or tool == "run_shell" or (tool == "write_file" and not result.ok)
                    for tool, _, result in earlier)
     return name == "run_shell" and any(tool != "read_file" and not result.ok for tool, _, result in earlier)
-
-
-def repeats(run: Run, name: str, arguments: str) -> int:
-    """How many calls in a row, counting back from the last, were exactly this call."""
-    count = 0
-    for earlier, arguments_then, _ in reversed(run.calls):
-        if (earlier, canonical(arguments_then)) != (name, canonical(arguments)):
-            break
-        count += 1
-    return count
-
-
-def canonical(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True)
-    except (json.JSONDecodeError, TypeError):
-        return str(arguments)
-
-
-def stuck(run: Run) -> bool:
-    """After each turn: is the model stuck making the same call (more than MAX_REPEATS in a row)?
-    Then the run stops (exit 5): more turns would only repeat it."""
-    if "repeats" not in run.on or not run.calls:
-        return False
-    name, arguments, _ = run.calls[-1]
-    if repeats(run, name, arguments) <= MAX_REPEATS:
-        return False
-    console.print(f"stopped: the model made the same {printable(name)} call {MAX_REPEATS + 1} times in a row", style="bold yellow", markup=False)
-    return True
 
 
 # --- after: what the aids know of each call ---------------------------------------------------
@@ -362,18 +321,13 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     """A reply without a tool call ends the run: returns its exit code, or the note to send
     instead when an aid finds it is no answer yet.
 
-    Exit 0 is an answer given freely. repeats: the same reply again after a note is a loop
-    (exit 5). nudge: a reply that is no answer yet gets a note with the task restated, at most
-    MAX_NOTES in a run, some kinds only once or twice; when the notes for an unfinished reply
-    have run out, the reply is taken, and the exit code (6) says so."""
+    Exit 0 is an answer given freely. nudge: a reply that is no answer yet gets a note with the
+    task restated, at most MAX_NOTES in a run, some kinds only once or twice; when the notes for
+    an unfinished reply have run out, the reply is taken, and the exit code (6) says so."""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
-    repeated = bool(run.notes) and bool(run.replies) and same(text, run.replies[-1])
     run.replies.append(text)
     nudge = "nudge" in run.on
     why = unfinished(text, finish_reason, run) if nudge else None
-    if why and "repeats" in run.on and repeated:
-        console.print("stopped: the model gave the same reply again after a note", style="bold yellow")
-        return 5
     if why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
@@ -488,6 +442,3 @@ def quotes_a_result(text: str, run: Run) -> bool:
     seen = {line.strip() for _, _, result in run.calls for line in result.text.splitlines() if len(line.strip()) >= 12}
     return any(line.strip() in seen for line in text.splitlines())
 
-
-def same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())

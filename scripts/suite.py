@@ -206,7 +206,7 @@ def table(title: str, rows: list[dict]) -> Table:
 
 def acted(transcript: Path) -> set[str]:
     """The aids that acted in one run, read from its transcript: the notes they logged, and the
-    results they put in place of a call's (text-calls: SKIPPED; repeats: REPEATED, or exit 5).
+    results they put in place of a call's (text-calls: SKIPPED).
     Not seen: a reply text-calls cut at `<tool_response>` with no call in it, since the core's
     "stopped" note is the same for a native call (none in the runs the README reports)."""
     found = set()
@@ -226,9 +226,6 @@ def acted(transcript: Path) -> set[str]:
             found.add(kinds[kind])
         elif event.get("event") == "tool" and result == aids.SKIPPED:
             found.add("text-calls")
-        elif event.get("event") == "tool" and result == aids.REPEATED.format(count=aids.MAX_REPEATS) \
-                or event.get("event") == "end" and event.get("exit_code") == 5:
-            found.add("repeats")
     return found
 
 

@@ -147,8 +147,7 @@ def snapshot(ws: Path) -> dict:
 
 
 def done() -> list[dict]:
-    """The model's final answer, worded anew for each note the harness may give after a failed
-    call (the same words again after a note would be stopped as a repeat, exit 5)."""
+    """The model's final answer, one for each note the harness may give after a failed call."""
     return [answer(f"done ({i})") for i in range(aids.MAX_NOTES + 1)]
 
 

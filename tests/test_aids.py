@@ -279,16 +279,6 @@ def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fa
     assert "only because the notes for it ran out; it is still unfinished (cut_off): exit 6" in flat(err)
 
 
-def test_the_same_reply_after_a_note_stops_with_exit_5_unless_repeats_is_off(run_agent, fake):
-    same = reply(content="Here is the start of", finish_reason="length")
-    code, out, err = run_agent(*[same] * (aids.MAX_NOTES + 2))
-    assert code == 5 and out == "" and len(fake.requests) == 2
-    assert "the same reply again after a note" in err
-    fake.requests.clear()
-    code, out, _ = run_agent(*[same] * (aids.MAX_NOTES + 2), flags=["--no-aid", "repeats"])
-    assert code == 6 and out == "Here is the start of\n" and len(fake.requests) == aids.MAX_NOTES + 1
-
-
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
     code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
@@ -482,40 +472,6 @@ def test_without_begin_no_reply_is_begun(run_agent, fake, workspace):
     assert note_in(fake.requests[3]) == aids.NOTES["failed"]  # the note is still sent
     assert all(r["messages"][-1]["role"] != "assistant" for r in fake.requests)
     assert (workspace / "lib.py").read_text() == LIB
-
-
-# --- repeats: the same call, or the same reply, again --------------------------------------------------
-
-def test_the_same_call_repeated_is_not_run_a_third_time_and_a_fourth_stops(run_agent, fake, workspace):
-    again = [reply(call("run_shell", command="echo x >> log.txt")) for _ in range(4)]
-    code, out, err = run_agent(*again, answer("done"))
-    assert code == 5 and out == ""
-    assert (workspace / "log.txt").read_text().startswith("x\nx\n")  # the first two ran
-    third = fake.requests[3]["messages"][-1]
-    assert third["content"] == aids.REPEATED.format(count=aids.MAX_REPEATS)
-    assert "same run_shell call 4 times in a row" in err
-    assert len(fake.requests) == 4
-
-
-def test_the_fourth_identical_call_is_not_run_either(run_agent, fake, workspace):
-    again = [reply(call("run_shell", command="echo x >> log.txt")) for _ in range(4)]
-    code, _, _ = run_agent(*again, answer("done"))
-    assert code == 5
-    assert (workspace / "log.txt").read_text() == "x\nx\n"  # only the first two ran
-
-
-def test_without_repeats_the_same_call_runs_every_time(run_agent, fake, workspace):
-    again = [reply(call("run_shell", command="echo x >> log.txt")) for _ in range(4)]
-    code, _, _ = run_agent(*again, answer("done"), flags=["--no-aid", "repeats"])
-    assert code == 0 and (workspace / "log.txt").read_text() == "x\n" * 4
-
-
-def test_the_same_call_with_its_keys_in_another_order_is_the_same_call(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("a\n")
-    calls = [call("write_file", '{"path": "b.txt", "content": "b"}'), call("write_file", '{"content": "b", "path": "b.txt"}'),
-             call("write_file", '{"path":"b.txt","content":"b"}')]
-    run_agent(*map(reply, calls), answer("done"), answer("done, checked"))
-    assert results(fake.requests[3])[-1] == aids.REPEATED.format(count=aids.MAX_REPEATS)
 
 
 # --- the core's own help: parser errors, overflow, reasoning, the start-up check -----------------------

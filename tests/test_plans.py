@@ -50,44 +50,27 @@ def plain_reading(plan, cap):
 
 def aided_reading(plan, cap):
     """Every aid on, read off aids.py for this model (one structured call a reply, then "done"
-    every time; no code files, tracebacks or orders in the data, so `begin` and
-    `recover` never act):
+    every time; no code files, tracebacks or orders in the data, so `begin` and `recover` never
+    act, and each call runs if it is valid, as under --plain):
 
-    repeats: a call identical to the two before it is not run (an error result); a 4th identical
-      call in a row ends the run after that turn with exit 5 and no answer. (The plan makes
-      identical calls only of reads and invalid calls, so whether that 4th runs leaves no trace.)
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
       the last call failed ("failed", at most 2; every read here is of a file that is there, so
-      none is a mere look). (Its "unchecked" note is for code written and
-      never run; the plan writes only .txt files.) Otherwise "done" is the answer (exit 0).
-    repeats: the second "done" is the same reply after a note. After "failed" the last call still
-      failed, a second "failed" note is due, and the same reply again stops the run (exit 5, with
-      the reply as its text). After "no_tool" that note is spent (once a run), but the reply is
-      still unfinished: it is taken as the answer with exit 6, the notes for it having run out.
+      none is a mere look). (Its "unchecked" note is for code written and never run; the plan
+      writes only .txt files.) Otherwise "done" is the answer (exit 0). After "no_tool" that note
+      is spent, but the next "done" is still unfinished: it is taken as the answer with exit 6,
+      the notes for it having run out. After "failed" the last call still failed, so the next
+      "done" gets the second "failed" note, and the one after it is taken with exit 6.
       MAX_NOTES is never reached here.
     The cap ends the run with exit 3 wherever it falls."""
-    ran, results, tried, last, streak = [], [], [], None, 0
-    for turn, (name, args, valid) in enumerate(plan[:cap], start=1):
-        key = (name, json.dumps(args, sort_keys=True) if isinstance(args, dict) else args)
-        streak, last = (streak + 1 if key == last else 1), key
-        if streak > aids.MAX_REPEATS:
-            return turn, 5, "", ran, results
-        runs = valid and streak < aids.MAX_REPEATS
-        results.append(runs)
-        tried.append((name, runs))
-        if runs:
-            ran.append((turn - 1, name))
-    if len(plan) + 1 > cap:
-        return cap, 3, "", ran, results
-    if not tried:
-        note = "no_tool"
-    elif not tried[-1][1]:
-        note = "failed"
+    steps, code, answer, ran, results = plain_reading(plan, cap)
+    if code == 3 or not plan or results[-1]:
+        note = None if code == 3 or plan else "no_tool"
     else:
-        return len(plan) + 1, 0, "done", ran, results
-    if len(plan) + 2 > cap:
-        return cap, 3, "", ran, results
-    return len(plan) + 2, {"failed": 5, "no_tool": 6}[note], "done", ran, results
+        note = "failed"
+    if note is None:
+        return steps, code, answer, ran, results
+    ends = len(plan) + {"no_tool": 2, "failed": 3}[note]
+    return (cap, 3, "", ran, results) if ends > cap else (ends, 6, "done", ran, results)
 
 
 def scripted(plan):
@@ -150,4 +133,4 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         assert all(note.startswith(aids.AGAIN.format(task=TASK)) for note in notes), n
         assert notes == [] or mode == "aids", n
     if PLANS >= 1000:  # the plans reach every ending of the mode
-        assert outcomes == ({0, 3} if mode == "plain" else {0, 3, 5, 6}), outcomes
+        assert outcomes == ({0, 3} if mode == "plain" else {0, 3, 6}), outcomes

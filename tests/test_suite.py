@@ -240,14 +240,13 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
              "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
-             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
-             "repeats": [{"event": "tool", "result": aids.REPEATED.format(count=aids.MAX_REPEATS)}]}
+             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
     assert set(shows) == set(aids.NAMES)
     for aid, extra in shows.items():
         transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
         assert suite.acted(transcript) == {aid}, aid
-    transcript.write_text(json.dumps({"event": "tool", "result": aids.SKIPPED}) + "\n" + json.dumps({"event": "end", "exit_code": 5}))
-    assert suite.acted(transcript) == {"text-calls", "repeats"}
+    transcript.write_text(json.dumps({"event": "tool", "result": aids.SKIPPED}) + "\n")
+    assert suite.acted(transcript) == {"text-calls"}
 
 
 def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
