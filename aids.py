@@ -236,12 +236,12 @@ def parsed(arguments: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+# --- instead: a call not run ------------------------------------------------------------------
+
 SKIPPED = ("Error: not run, because it was planned before the result of a call above it in the same reply "
            "(a file's text, a command's output or an error) was seen. Read that result first; make this call "
            "again if it still makes sense.")
 
-
-# --- instead: a call not run ------------------------------------------------------------------
 
 def instead(name: str, arguments: str, run: Run) -> Result | None:
     """What a call gets instead of running, or None to run it.
