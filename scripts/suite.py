@@ -219,7 +219,7 @@ def acted(transcript: Path) -> set[str]:
     for line in lines:
         try:
             event = json.loads(line)
-            kind, text, result = event.get("kind"), str(event.get("text", "")), str(event.get("result", ""))
+            kind, result = event.get("kind"), str(event.get("result", ""))
         except (ValueError, AttributeError):
             continue
         if event.get("event") == "note" and kind in kinds:
