@@ -13,6 +13,8 @@ Each aid answers one failure seen in small models in general, never one task:
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
+    look        a first reply planned before any file was seen: the task is sent with the workspace's
+                file list, and its small files are read for the model first
     begin       after a note about a failure, a reply in prose again instead of the fix: the reply
                 is begun as the file to fix (its name and a code fence) for the model to continue
 
@@ -40,7 +42,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin")
+NAMES = ("text-calls", "nudge", "begin", "look")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -68,6 +70,49 @@ def note(kind: str, text: str, run: Run) -> None:
     run.log("note", kind=kind, text=text)
 
 
+# --- look: the workspace, shown before the first reply -----------------------------------------
+
+SHOW_EACH, SHOW_ALL, LIST_MAX = 3_000, 8_000, 40  # bytes of one file shown, of all shown; names listed
+LISTING = "\n\nThe workspace holds {count}: {names}."
+EMPTY = "\n\nThe workspace is empty: any file the task needs has to be written first."
+
+
+def look(run: Run) -> None:
+    """Before the first reply: the task gets the list of the workspace's files, and the small
+    ones are read for the model, as calls of its own (so their text comes as tool output, data).
+
+    Failure answered: a small model plans its first reply before it has seen a file. It writes
+    the file it imagines over the one that is there (losing code it never saw), reads or runs a
+    file that does not exist, or answers from a guess. Aider puts the files in the chat for the
+    same reason; a list of the rest (with their size) is the anchors' repo map."""
+    workspace = run.settings.workspace.resolve()
+    files = sorted(os.path.relpath(path, workspace) for path in run.before)
+    files = [path for path in files if not path.startswith(".")]
+    sizes = {path: os.lstat(workspace / path).st_size for path in files}
+    shown, total = [], 0
+    for path in sorted(files, key=lambda path: sizes[path]):
+        if sizes[path] <= SHOW_EACH and total + sizes[path] <= SHOW_ALL:
+            shown.append(path)
+            total += sizes[path]
+    names = ", ".join(f"{path} ({sizes[path]} bytes)" for path in files[:LIST_MAX])
+    more = f", and {len(files) - LIST_MAX} more" if len(files) > LIST_MAX else ""
+    count = f"{len(files)} file" + "s" * (len(files) != 1)
+    run.messages[-1] = {**run.messages[-1], "content": run.messages[-1]["content"] + (
+        LISTING.format(count=count, names=names + more) if files else EMPTY)}
+    calls = [(f"look_{i}", json.dumps({"path": path})) for i, path in enumerate(sorted(shown))]
+    results = [(call_id, arguments, dispatch("read_file", arguments, run.settings)) for call_id, arguments in calls]
+    results = [(call_id, arguments, result) for call_id, arguments, result in results if result.ok]
+    if results:
+        run.messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "read_file", "arguments": arguments}}
+            for call_id, arguments, _ in results]})
+        for call_id, arguments, result in results:
+            run.log("tool", turn=0, id=call_id, name="read_file", arguments=arguments, result=result.text)
+            run.messages.append({"role": "tool", "tool_call_id": call_id, "content": result.text})
+    read = ", ".join(parsed(arguments)["path"] for _, arguments, _ in results)
+    note("looked", f"the task is sent with the workspace's file list{'; read for the model: ' + read if read else ''}", run)
+
+
 # --- begin: write the start of the reply for the model ----------------------------------------
 
 def begin(run: Run) -> str:
@@ -84,7 +129,10 @@ def begin(run: Run) -> str:
     command, or by its claim) is read for it first and shown after the note: small models "fix"
     files unseen."""
     run.first, run.begun = len(run.calls), ""
-    run.before = snapshot(run.settings) if run.before is None else run.before
+    if run.before is None:  # the first turn
+        run.before = snapshot(run.settings)
+        if "look" in run.on:
+            look(run)
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
     kind = run.notes[-1] if "begin" in run.on and just_noted else None
     if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
