@@ -145,9 +145,13 @@ def begin(run: Run) -> str:
     elif language := "python" if kind == "failed" and rewritten(run) else None:
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
+    elif kind in ("empty", "no_tool", "plan"):
+        run.begun = CALL
+        note("begun", "the reply is begun for the model as a tool call, which it continues", run)
     return run.begun
 
 
+CALL = '<tool_call>\n{"name": "'  # the start of a call as the chat template writes one (Hermes style)
 READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
 FRAME = re.compile(r'File "([^"]+)", line \d+')  # a Python traceback's frame
 
