@@ -185,13 +185,14 @@ def rewritten(run: Run) -> bool:
 def to_fix(run: Run) -> str | None:
     """The source file the run points at after a failure, or None: the innermost file of the
     workspace in the last failed command's traceback, else the file written last, else the file
-    read last; not a test file (tests are what checks the fix), and only one the model has seen
-    whole in this run, so writing it loses nothing it has not read."""
+    read last, else a file the failed command names; not a test file (tests are what checks the
+    fix), and only one the model has seen whole in this run, so writing it loses nothing unseen."""
     failed = next((result.text for _, _, result in reversed(run.calls) if not result.ok), "")
     frames = FRAME.findall(failed)[::-1]  # innermost first
     touched = [parsed(arguments).get("path", "") for name, arguments, result in reversed(run.calls)
                if name in ("write_file", "read_file") and result.ok]
-    for path in (*frames, *touched):
+    ran = re.findall(r"[\w./-]+", failed_command(run)[0])  # (a file shown before the first turn: see look)
+    for path in (*frames, *touched, *ran):
         try:
             target = inside(path, run.settings)
         except Exception:  # outside the workspace: a library's frame, not the model's file

@@ -31,7 +31,7 @@ def note_in(request: dict) -> str:
     after the task restated at its start (aids.AGAIN)."""
     messages = request["messages"]
     message = messages[-1 - (messages[-1]["role"] == "assistant")]
-    again = aids.AGAIN.format(task=messages[1]["content"])
+    again = aids.AGAIN.format(task=messages[1]["content"].split(aids.LISTING[:20])[0].split(aids.EMPTY)[0])  # (look)
     assert message["role"] == "user" and message["content"].startswith(again), message
     return message["content"][len(again):]
 
@@ -161,7 +161,7 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     old = "def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n"
     (workspace / "stats.py").write_text(old)
     text = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
-    code, _, _ = run_agent(answer(text), answer("ok"))
+    code, _, _ = run_agent(answer(text), answer("ok"), flags=["--no-aid", "look", "--no-aid", "begin"])
     assert code == 6 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
 
@@ -280,7 +280,7 @@ def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fa
 
 
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
-    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
+    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?", flags=["--no-aid", "begin"])
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
@@ -291,7 +291,8 @@ def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."),
+                             flags=["--no-aid", "begin"])
     assert code == 0 and out == "It says apple.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["empty"]
 
@@ -378,7 +379,8 @@ def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent
                                   "I will write the new content for backup.sh and then run it.",
                                   "Let's add the flag."])
 def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."),
+                             flags=["--no-aid", "begin"])
     assert code == 0 and out == "Done: it works.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["plan"]
 
@@ -454,12 +456,31 @@ def test_a_test_file_is_never_the_file_begun(run_agent, fake, workspace):
     assert (workspace / "test_lib.py").read_text().startswith("import lib")
 
 
+CONTINUED = 'run_shell", "arguments": {"command": "echo 4 > four.txt"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("before", [[answer("4")],  # no tool called at all
+                                    [reply(call("run_shell", command="true")), answer("")],  # an empty reply
+                                    [reply(call("run_shell", command="true")), answer("I will write four.txt.")]])
+def test_after_no_call_an_empty_reply_or_a_plan_the_reply_is_begun_as_a_call(run_agent, fake, workspace, before):
+    # the model talked where it had to act: begun as a call, it continues the call, which runs
+    code, out, _ = run_agent(*before, answer(CONTINUED), answer("Wrote 4."))
+    assert fake.requests[len(before)]["messages"][-1] == {"role": "assistant", "content": aids.CALL}
+    assert (workspace / "four.txt").read_text() == "4\n"  # the continued call was run
+    assert code == 0 and out == "Wrote 4.\n"
+    fake.requests.clear()
+    (workspace / "four.txt").unlink()
+    run_agent(*before, answer(CONTINUED), answer("Wrote 4."), flags=["--no-aid", "begin"])
+    assert all(r["messages"][-1]["role"] != "assistant" for r in fake.requests)  # nothing begun
+    assert not (workspace / "four.txt").exists()  # the continuation alone is no call
+
+
 def test_a_file_the_model_has_not_read_is_read_for_it_before_it_is_begun(run_agent, fake, workspace):
     # begun unseen, the model would write over code it never saw: the traceback's file is read for it first
     (workspace / "lib.py").write_text(LIB)
     (workspace / "x.py").write_text(MAIN)
     run_agent(reply(call("run_shell", command="python3 x.py")), answer("It fails."), answer(FIXED + "```\n"),
-              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."))
+              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."), flags=["--no-aid", "look"])
     assert note_in(fake.requests[2]) == aids.NOTES["failed"] + aids.READ_FOR_YOU.format(path="lib.py", text=LIB)
     assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
     assert (workspace / "lib.py").read_text() == FIXED
@@ -511,7 +532,8 @@ def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
         (workspace / f"big{n}.txt").write_text("word " * 1100)  # 5,500 characters each
     reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
     code, out, err = run_agent(*[context_window(15_000, r) for r in reads],
-                               context_window(15_000, answer("done")), context_window(15_000, answer("done")))
+                               context_window(15_000, answer("done")), context_window(15_000, answer("done")),
+                               flags=["--no-aid", "look"])  # (the files, unshown, are read by the model)
     assert code == 0 and out == "done\n"
     assert "context full" in err and "shortened tool output" in flat(err)
     last = fake.requests[-1]["messages"]
@@ -651,7 +673,8 @@ def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun
     fixed = "print('HELLO')\n"
     code, out, err = run_agent(reply(call("run_shell", command="python3 greet.py --shout")),
                                answer("I added the --shout option to greet.py."), answer(fixed + "```\n"),
-                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."))
+                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."),
+                               flags=["--no-aid", "look"])
     assert code == 0 and out == "It shouts.\n", err
     sent = fake.requests[2]["messages"]
     assert sent[-1] == {"role": "assistant", "content": "greet.py\n```python\n"}
