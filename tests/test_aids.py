@@ -393,6 +393,37 @@ def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, works
     assert "Nothing was done" in note_in(fake.requests[2])
 
 
+# --- look: the workspace, shown before the first reply ---------------------------------------------
+
+def test_the_task_is_sent_with_the_file_list_and_the_small_files_text(run_agent, fake, workspace):
+    (workspace / "greet.py").write_text("print('hi')\n")
+    (workspace / "big.log").write_text("line\n" * 1000)  # 5,000 bytes: listed, not shown
+    (workspace / ".hidden").write_text("x")
+    code, _, _ = run_agent(reply(call("write_file", path="greet.py", content="print('HI')\n")), answer("Done."),
+                           flags=["--no-aid", "nudge"])
+    task = fake.requests[0]["messages"][1]["content"]
+    assert task == ("do the task" + aids.LISTING.format(count="2 files", names="big.log (5000 bytes), greet.py (12 bytes)")
+                    + aids.SHOWN + "\n\ngreet.py\n```python\nprint('hi')\n```")
+    assert (workspace / "greet.py").read_text() == "print('HI')\n"  # shown, so seen: not refused as a blind write
+    fake.requests.clear()
+    run_agent(answer("Done."), flags=["--no-aid", "look"])
+    assert fake.requests[0]["messages"][1]["content"] == "do the task"
+
+
+def test_an_empty_workspace_is_said_to_be_empty(run_agent, fake, workspace):
+    run_agent(answer("Done."), flags=["--no-aid", "nudge"])
+    assert fake.requests[0]["messages"][1]["content"] == "do the task" + aids.EMPTY
+
+
+def test_the_files_shown_are_capped_in_all(run_agent, fake, workspace):
+    for n in range(5):
+        (workspace / f"part{n}.txt").write_text(str(n) * 2_500)  # five of 2,500 bytes: three fit in 8,000
+    run_agent(answer("Done."), flags=["--no-aid", "nudge"])
+    task = fake.requests[0]["messages"][1]["content"]
+    assert [n for n in range(5) if f"part{n}.txt\n```\n" in task] == [0, 1, 2]
+    assert "part4.txt (2500 bytes)" in task  # every file is listed
+
+
 # --- begin: the reply begun as the file to fix -------------------------------------------------------
 
 LIB = "def f():\n    raise ValueError('bad value')\n"

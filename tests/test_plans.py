@@ -50,8 +50,9 @@ def plain_reading(plan, cap):
 
 def aided_reading(plan, cap):
     """Every aid on, read off aids.py for this model (one structured call a reply, then "done"
-    every time; no code files, tracebacks or orders in the data, so `begin` and `recover` never
-    act, and each call runs if it is valid, as under --plain):
+    every time; no code files, tracebacks or orders in the data, so `recover` never acts, and
+    each call runs if it is valid, as under --plain; `look` shows notes.txt with the task, which
+    this model ignores):
 
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
       the last call failed ("failed", at most 2; every read here is of a file that is there, so
@@ -61,6 +62,10 @@ def aided_reading(plan, cap):
       the notes for it having run out. After "failed" the last call still failed, so the next
       "done" gets the second "failed" note, and the one after it is taken with exit 6.
       MAX_NOTES is never reached here.
+    begin: after "no_tool" the reply is begun as a tool call, and this model continues it with
+      "done", which is no call: nudge's note for a call written wrong, then the next "done" is
+      taken with exit 6 (the "no_tool" note is spent). After "failed" nothing is begun: no code
+      file was written or read, and no program came from a reply.
     The cap ends the run with exit 3 wherever it falls."""
     steps, code, answer, ran, results = plain_reading(plan, cap)
     if code == 3 or not plan or results[-1]:
@@ -69,7 +74,7 @@ def aided_reading(plan, cap):
         note = "failed"
     if note is None:
         return steps, code, answer, ran, results
-    ends = len(plan) + {"no_tool": 2, "failed": 3}[note]
+    ends = len(plan) + {"no_tool": 3, "failed": 3}[note]
     return (cap, 3, "", ran, results) if ends > cap else (ends, 6, "done", ran, results)
 
 

@@ -240,7 +240,8 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
              "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
-             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
+             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
+             "look": [{"event": "note", "kind": "looked", "text": "the task is sent with the workspace's file list"}]}
     assert set(shows) == set(aids.NAMES)
     for aid, extra in shows.items():
         transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
@@ -256,26 +257,29 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
                    reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),
                    *[answer("I do not know.")] * 5]  # csv-total: nudge's notes, until they run out (exit 6)
     out, both = tmp_path / "out", ["--only", "fizzbuzz", "--only", "csv-total"]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--label", "all", "--out", str(out)],
+    unlooked = ["--agent-flag=--no-aid", "--agent-flag=look"]  # (look acts in every run: here in none)
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, *unlooked, "--label", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge"}
+    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge", "begin"}
+    assert suite.acted(out / "all" / "fizzbuzz" / "transcript.jsonl") == set()
     fake.requests.clear()
-    fake.script = [answer("I do not know.")]
+    fake.script = [answer("I do not know.")] * 6
     run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--ablate", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert len(fake.requests) == 1  # csv-total under --no-aid nudge, taken at its word; nothing else ran
+    assert len(fake.requests) == 1 + 2  # csv-total twice: under --no-aid nudge, taken at its word; under --no-aid begin, one note
     assert sorted(p.name for p in (out / "no-nudge").iterdir()) == ["ablation.json", "csv-total"]
     result = json.loads((out / "no-nudge" / "csv-total" / "result.json").read_text())
     assert result["agent_flags"] == ["--no-aid", "nudge"] and result["exit"] == 0 and not result["solved"]
-    assert json.loads((out / "no-begin" / "ablation.json").read_text()) == {"like": "all", "aid": "begin", "acted": []}
+    assert json.loads((out / "no-look" / "ablation.json").read_text()) == {"like": "all", "aid": "look", "acted": []}
     rows = subprocess.run([*SUITE, "--report", str(out)], capture_output=True, text=True, timeout=60).stdout.splitlines()
     dev, holdout = (len(json.loads((suite.TASKS / "split.json").read_text())[s]) for s in ("dev", "holdout"))
     table = " ".join(rows)
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
     assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
-    assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-begin | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-look | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
 
 
 def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
