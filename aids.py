@@ -123,7 +123,7 @@ def begin(run: Run) -> str:
     written in a reply (no file to fix), the reply is begun as a new program, an open ```python
     fence that text-calls runs. A file to fix that the model never read (named by the failed
     command, or by its claim) is read for it first and shown after the note: small models "fix"
-    files unseen."""
+    files unseen. A file the failed command runs that no one wrote is begun as a new file."""
     run.first, run.begun = len(run.calls), ""
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
@@ -142,16 +142,15 @@ def begin(run: Run) -> str:
     if kind in ("failed", "claimed") and (path := to_fix(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
+    elif kind == "failed" and (path := unwritten(run)):
+        run.begun = f"{path}\n```{fence(path)}\n"
+        note("begun", f"the reply is begun for the model: {path}, which the failed command runs and no one wrote", run)
     elif language := "python" if kind == "failed" and rewritten(run) else None:
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
-    elif kind in ("empty", "no_tool", "plan"):
-        run.begun = CALL
-        note("begun", "the reply is begun for the model as a tool call, which it continues", run)
     return run.begun
 
 
-CALL = '<tool_call>\n{"name": "'  # the start of a call as the chat template writes one (Hermes style)
 READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
 FRAME = re.compile(r'File "([^"]+)", line \d+')  # a Python traceback's frame
 
@@ -173,6 +172,17 @@ def named(run: Run) -> str | None:
             target = inside(word, run.settings)
             if fence(target.name) and target.is_file() and target not in run.settings.seen:
                 return str(target.relative_to(run.settings.workspace.resolve()))
+    return None
+
+
+def unwritten(run: Run) -> str | None:
+    """A source file the last failed command runs that is not in the workspace (`python app.py`
+    before app.py was written), or None: small models then say it has to be created, again and
+    again, instead of creating it."""
+    for word in re.findall(r"[\w./-]+", failed_command(run)[0]):
+        with suppress(Exception):
+            if fence(word) and not inside(word, run.settings).exists():
+                return word
     return None
 
 

@@ -44,10 +44,11 @@ import textwrap
 
 # A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
 _AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
-# A JSON value at the very start of a line. Indented braces are left alone: they are code or data.
-_LINE_START = re.compile(r"^(?=[{\[])", re.M)
+# A JSON value at the very start of a line, perhaps in Markdown's bold or inline code (**{...}**,
+# `{...}`). Indented braces are left alone: they are code or data.
+_LINE_START = re.compile(r"^(?:\*\*|__|`)?(?=[{\[])", re.M)
 # What may follow a value that starts a line: the end of the line, a closing tag, a fence.
-_LINE_END = re.compile(r"[ \t]*(?:\n|<|```|\Z)")
+_LINE_END = re.compile(r"[ \t]*(?:\*\*|__|`)?[ \t]*(?:\n|<|```|\Z)")
 # A fenced block; the closing fence is optional because a reply can stop anywhere.
 _FENCE = re.compile(r"```([\w-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _JSON_FENCES = {"", "json", "jsonc", "json5", "tool_call", "tool_calls"}
@@ -353,8 +354,8 @@ def _find_calls(text):
             starts.add(m.end(2) - len(m.group(2).lstrip()))
         else:
             code.append(range(m.start(), m.end()))
-    starts |= {m.start() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)
-               or text.startswith("{{", m.start())}  # (no code has a dict in a set)
+    starts |= {m.end() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)
+               or text.startswith("{{", m.end())}  # (no code has a dict in a set)
 
     read_up_to = 0
     for start in sorted(starts):

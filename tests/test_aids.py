@@ -161,7 +161,7 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     old = "def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n"
     (workspace / "stats.py").write_text(old)
     text = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
-    code, _, _ = run_agent(answer(text), answer("ok"), flags=["--no-aid", "look", "--no-aid", "begin"])
+    code, _, _ = run_agent(answer(text), answer("ok"), flags=["--no-aid", "look"])
     assert code == 6 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
 
@@ -280,7 +280,7 @@ def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fa
 
 
 def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
-    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?", flags=["--no-aid", "begin"])
+    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
     assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
     fake.requests.clear()
@@ -291,8 +291,7 @@ def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
 
 def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."),
-                             flags=["--no-aid", "begin"])
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
     assert code == 0 and out == "It says apple.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["empty"]
 
@@ -379,8 +378,7 @@ def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent
                                   "I will write the new content for backup.sh and then run it.",
                                   "Let's add the flag."])
 def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."),
-                             flags=["--no-aid", "begin"])
+    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
     assert code == 0 and out == "Done: it works.\n"
     assert note_in(fake.requests[2]) == aids.NOTES["plan"]
 
@@ -487,23 +485,14 @@ def test_a_test_file_is_never_the_file_begun(run_agent, fake, workspace):
     assert (workspace / "test_lib.py").read_text().startswith("import lib")
 
 
-CONTINUED = 'run_shell", "arguments": {"command": "echo 4 > four.txt"}}\n</tool_call>'
-
-
-@pytest.mark.parametrize("before", [[answer("4")],  # no tool called at all
-                                    [reply(call("run_shell", command="true")), answer("")],  # an empty reply
-                                    [reply(call("run_shell", command="true")), answer("I will write four.txt.")]])
-def test_after_no_call_an_empty_reply_or_a_plan_the_reply_is_begun_as_a_call(run_agent, fake, workspace, before):
-    # the model talked where it had to act: begun as a call, it continues the call, which runs
-    code, out, _ = run_agent(*before, answer(CONTINUED), answer("Wrote 4."))
-    assert fake.requests[len(before)]["messages"][-1] == {"role": "assistant", "content": aids.CALL}
-    assert (workspace / "four.txt").read_text() == "4\n"  # the continued call was run
-    assert code == 0 and out == "Wrote 4.\n"
-    fake.requests.clear()
-    (workspace / "four.txt").unlink()
-    run_agent(*before, answer(CONTINUED), answer("Wrote 4."), flags=["--no-aid", "begin"])
-    assert all(r["messages"][-1]["role"] != "assistant" for r in fake.requests)  # nothing begun
-    assert not (workspace / "four.txt").exists()  # the continuation alone is no call
+def test_a_program_run_before_it_was_written_is_begun_as_a_new_file(run_agent, fake, workspace):
+    code, out, _ = run_agent(reply(call("run_shell", command="python3 convert.py 100 C")),
+                             answer("convert.py does not exist: it has to be created first."),
+                             answer("print('212.0 F')\n```\n"),
+                             reply(call("run_shell", command="python3 convert.py 100 C")), answer("It prints 212.0 F."))
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "convert.py\n```python\n"}
+    assert (workspace / "convert.py").read_text() == "print('212.0 F')\n"
+    assert code == 0 and out == "It prints 212.0 F.\n"
 
 
 def test_a_file_the_model_has_not_read_is_read_for_it_before_it_is_begun(run_agent, fake, workspace):

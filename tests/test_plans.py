@@ -62,10 +62,8 @@ def aided_reading(plan, cap):
       the notes for it having run out. After "failed" the last call still failed, so the next
       "done" gets the second "failed" note, and the one after it is taken with exit 6.
       MAX_NOTES is never reached here.
-    begin: after "no_tool" the reply is begun as a tool call, and this model continues it with
-      "done", which is no call: nudge's note for a call written wrong, then the next "done" is
-      taken with exit 6 (the "no_tool" note is spent). After "failed" nothing is begun: no code
-      file was written or read, and no program came from a reply.
+    begin: after "failed" nothing is begun: no code file was written, read or run, and no
+      program came from a reply.
     The cap ends the run with exit 3 wherever it falls."""
     steps, code, answer, ran, results = plain_reading(plan, cap)
     if code == 3 or not plan or results[-1]:
@@ -74,7 +72,7 @@ def aided_reading(plan, cap):
         note = "failed"
     if note is None:
         return steps, code, answer, ran, results
-    ends = len(plan) + {"no_tool": 3, "failed": 3}[note]
+    ends = len(plan) + {"no_tool": 2, "failed": 3}[note]
     return (cap, 3, "", ran, results) if ends > cap else (ends, 6, "done", ran, results)
 
 

@@ -26,6 +26,9 @@ RECOVERED = [
     # Hermes / Qwen <tool_call> markup, as the chat templates of both local models ask for it.
     ("hermes", f"<tool_call>\n{LS}\n</tool_call>", [shell("ls")]),
     ("hermes-one-line", f"<tool_call>{LS}</tool_call>", [shell("ls")]),
+    # a call on a line of its own, dressed in Markdown: bold, or inline code
+    ("markdown-bold", f"**{LS}**", [shell("ls")]),
+    ("markdown-inline-code", f"Listing it:\n`{LS}`\n", [shell("ls")]),
     ("hermes-no-end-tag", f"<tool_call>\n{LS}", [shell("ls")]),
     ("hermes-spacing", '<tool_call>\n    {"name": "run_shell",\n  "arguments": {"command": "ls"}}\n  </tool_call>\n',
      [shell("ls")]),
@@ -111,6 +114,7 @@ NOT_CALLS = [
     ("prose", "I created fizzbuzz.py and ran it: it prints the expected 15 lines."),
     ("mentions-json", "I can answer in JSON if you like, e.g. with a name and arguments field."),
     ("json-example", 'Here is a record:\n{"name": "Alice", "age": 3}'),
+    ("bold-mid-line", f"It would be x = **{LS}** here."),
     ("unknown-tool", '{"name": "delete_everything", "arguments": {"path": "/"}}'),
     ("unknown-tool-kimi", '<|tool_call_begin|>functions.browse:0<|tool_call_argument_begin|>{"url": "x"}'),
     ("dict-in-python-block", f"{F}python\ncall = {LS}\nprint(call)\n{F}"),

@@ -261,14 +261,14 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     run = subprocess.run([*SUITE, "--base-url", fake.url, *both, *unlooked, "--label", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge", "begin"}
+    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge"}
     assert suite.acted(out / "all" / "fizzbuzz" / "transcript.jsonl") == set()
     fake.requests.clear()
-    fake.script = [answer("I do not know.")] * 6
+    fake.script = [answer("I do not know.")]
     run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--ablate", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert len(fake.requests) == 1 + 2  # csv-total twice: under --no-aid nudge, taken at its word; under --no-aid begin, one note
+    assert len(fake.requests) == 1  # csv-total under --no-aid nudge, taken at its word; nothing else ran
     assert sorted(p.name for p in (out / "no-nudge").iterdir()) == ["ablation.json", "csv-total"]
     result = json.loads((out / "no-nudge" / "csv-total" / "result.json").read_text())
     assert result["agent_flags"] == ["--no-aid", "nudge"] and result["exit"] == 0 and not result["solved"]
@@ -278,7 +278,7 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     table = " ".join(rows)
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
     assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
-    assert f"| no-begin | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
     assert f"| no-look | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
 
 
