@@ -88,10 +88,10 @@ def look(run: Run) -> None:
     the file it imagines over the one that is there (losing code it never saw), reads or runs a
     file that does not exist, or answers from a guess. Aider puts the files in the chat for the
     same reason; a list of the rest (with their size) is the anchors' repo map."""
-    workspace = run.settings.workspace.resolve()
+    workspace = run.settings.workspace  # (as snapshot walked it)
     files = sorted(os.path.relpath(path, workspace) for path in run.before)
-    files = [path for path in files if not path.startswith(".")]
-    sizes = {path: os.lstat(workspace / path).st_size for path in files}
+    files = [path for path in files if not any(part.startswith(".") for part in path.split(os.sep))]  # hidden
+    sizes = {path: os.lstat(os.path.join(workspace, path)).st_size for path in files}
     shown, total = {}, 0
     for path in sorted(files, key=lambda path: sizes[path]):
         if sizes[path] <= SHOW_EACH and total + sizes[path] <= SHOW_ALL:

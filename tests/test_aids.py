@@ -408,6 +408,19 @@ def test_the_task_is_sent_with_the_file_list_and_the_small_files_text(run_agent,
     assert fake.requests[0]["messages"][1]["content"] == "do the task"
 
 
+def test_look_lists_a_workspace_reached_through_a_symlink_and_hides_hidden_files(fake, tmp_path, capsys):
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "app.py").write_text("x = 1\n")
+    (real / "sub" / ".env").write_text("TOKEN=abc\n")  # hidden, in a subfolder too
+    (tmp_path / "link").symlink_to(real)
+    fake.script = [answer("Done.")]
+    agent.main(["--base-url", fake.url, "--workspace", str(tmp_path / "link"), "--no-aid", "nudge", "do the task"])
+    task = fake.requests[0]["messages"][1]["content"]
+    assert aids.LISTING.format(count="1 file", names="app.py (6 bytes)") in task and "app.py\n```python\nx = 1\n```" in task
+    assert ".env" not in task and "TOKEN" not in task
+
+
 def test_an_empty_workspace_is_said_to_be_empty(run_agent, fake, workspace):
     run_agent(answer("Done."), flags=["--no-aid", "nudge"])
     assert fake.requests[0]["messages"][1]["content"] == "do the task" + aids.EMPTY
