@@ -153,6 +153,7 @@ def begin(run: Run) -> str:
 
 READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
 FRAME = re.compile(r'File "([^"]+)", line \d+')  # a Python traceback's frame
+WORD = re.compile(r"[\w./-]+")  # a word of a command that may be a path
 
 
 def failed_command(run: Run) -> tuple[str, str]:
@@ -167,7 +168,7 @@ def named(run: Run) -> str | None:
     file it says it changed); or None."""
     command, output = failed_command(run)
     frames = FRAME.findall(output)[::-1]
-    for word in (*frames, *re.findall(r"[\w./-]+", command + "\n" + (run.replies[-1] if run.replies else ""))):
+    for word in (*frames, *WORD.findall(command + "\n" + (run.replies[-1] if run.replies else ""))):
         with suppress(Exception):
             target = inside(word, run.settings)
             if fence(target.name) and target.is_file() and target not in run.settings.seen:
@@ -179,7 +180,7 @@ def unwritten(run: Run) -> str | None:
     """A source file the last failed command runs that is not in the workspace (`python app.py`
     before app.py was written), or None: small models then say it has to be created, again and
     again, instead of creating it."""
-    for word in re.findall(r"[\w./-]+", failed_command(run)[0]):
+    for word in WORD.findall(failed_command(run)[0]):
         with suppress(Exception):
             if fence(word) and not inside(word, run.settings).exists():
                 return word
@@ -201,7 +202,7 @@ def to_fix(run: Run) -> str | None:
     frames = FRAME.findall(failed)[::-1]  # innermost first
     touched = [parsed(arguments).get("path", "") for name, arguments, result in reversed(run.calls)
                if name in ("write_file", "read_file") and result.ok]
-    ran = re.findall(r"[\w./-]+", failed_command(run)[0])  # (a file shown before the first turn: see look)
+    ran = WORD.findall(failed_command(run)[0])  # (a file shown before the first turn: see look)
     for path in (*frames, *touched, *ran):
         try:
             target = inside(path, run.settings)
