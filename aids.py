@@ -10,6 +10,8 @@ Each aid answers one failure seen in small models in general, never one task:
 
     text-calls  a call written as text, or a whole file shown as a code block (recover.py reads them);
                 the prose after it (the streamed reply is stopped once the call is complete)
+    blocks      a call written as a program that calls the tools as Python functions, a plan of calls with
+                placeholders: the system prompt also offers the one-code-block format text-calls reads
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
@@ -42,7 +44,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin", "look")
+NAMES = ("text-calls", "blocks", "nudge", "begin", "look")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -68,6 +70,29 @@ def note(kind: str, text: str, run: Run) -> None:
     """Something an aid did: shown on screen, and kept in the transcript."""
     console.print(Text(f"⚑ {printable(text)}", style="yellow"))
     run.log("note", kind=kind, text=text)
+
+
+# --- blocks: the format small models write best, offered ----------------------------------------
+
+BLOCKS = """
+You may also act without a tool call, by writing one code block and stopping there:
+- to save a file, write its path alone on a line, then its whole new content in a code block;
+- to run a shell command, write it in a ```sh block;
+- to run a Python program, write it in a ```python block with no file name before it.
+You then get the result. read_file, write_file and run_shell are tools, not Python functions: \
+a program reads and writes files with open()."""
+
+
+def blocks(run: Run) -> None:
+    """Before the first reply: the system prompt offers, beside the tool calls, the code-block
+    format that text-calls reads (aider's "whole" format for a file, one ```sh or ```python block
+    for a command, as mini-swe-agent asks for one bash block).
+
+    Failure answered: a small model that cannot write a tool call in its template's format writes
+    a program that calls read_file or write_file as Python functions (NameError), or a list of
+    calls with placeholders for the content (`"content": "<insert code>"`); in a code block under
+    a file's name it writes the same code whole and well."""
+    run.messages[0] = {**run.messages[0], "content": run.messages[0]["content"] + BLOCKS}
 
 
 # --- look: the workspace, shown before the first reply -----------------------------------------
@@ -129,6 +154,8 @@ def begin(run: Run) -> str:
         run.before = snapshot(run.settings)
         if "look" in run.on:
             look(run)
+        if "blocks" in run.on:
+            blocks(run)
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
     kind = run.notes[-1] if "begin" in run.on and just_noted else None
     if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
@@ -365,8 +392,12 @@ NOTES = {
     "unchecked": "You changed files and have not run anything since, so the change is untested. Run the "
                  "code or the tests with run_shell now. If the task needs no run, give your answer again.",
 }
-# A reply that is a plan: "I will write the new content", "we need to", "let's".
-PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to|\s+should)\b|\blet's\b", re.I)
+# A reply that is a plan: "I will write the new content", "we need to", "let's"; or work it leaves to
+# someone: "the script needs to be updated", "you need to create it", "it should be changed".
+PLANS = re.compile(r"\b(?:I|we)(?:\s+will|'ll|\s+am going to|\s+are going to|\s+need to|\s+should)\b|\blet's\b"
+                   r"|\b(?:needs|need|has|have) to be (?:\w+ed|\w+en)\b|\byou (?:need|have|must|should|can) (?:to )?"
+                   r"(?:\w+ )?(?:create|add|change|update|fix|modify|replace|write|run|install|edit|define|import)\b"
+                   r"|\bshould be (?:changed|updated|fixed|modified|replaced|corrected|rewritten)\b", re.I)
 # A reply that says it changed files: "I've updated app.py", "the file has been fixed".
 CLAIMS = re.compile(r"(?:\b(?:I|we)(?:'ve| have)?\s+(?:now\s+|successfully\s+|also\s+)?|\b(?:has|have) (?:now )?been\s+"
                     r"|\b(?:was|were|is now|are now)\s+(?:successfully\s+)?)(?:updated|changed|added|fixed|modified|"
@@ -414,7 +445,8 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
     ran_since = writes and any(name == "run_shell" and result.ok for name, result, _ in tried[writes[-1]:])
     if finish_reason == "length":
         return "cut_off"
-    if (botched := failed_attempt(text, set(PARAMETERS))) and not quotes_a_result(text, run):
+    botched = failed_attempt(text, set(PARAMETERS))
+    if botched and not ("imagined" in botched and quotes_a_result(text, run)):  # (a botched write quotes the file)
         return botched
     if not text.strip():
         return "empty"

@@ -376,7 +376,10 @@ def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent
 
 @pytest.mark.parametrize("plan", ["To solve this, we need to implement to_roman and run the tests.",
                                   "I will write the new content for backup.sh and then run it.",
-                                  "Let's add the flag."])
+                                  "Let's add the flag.",
+                                  "The script needs to be updated to copy the .txt files.",
+                                  "The script does not exist. You need to create it and add the code.",
+                                  "The loop should be changed to count from 1."])
 def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
     code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
     assert code == 0 and out == "Done: it works.\n"
@@ -392,6 +395,19 @@ def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, works
 
 
 # --- look: the workspace, shown before the first reply ---------------------------------------------
+
+# --- blocks: the code-block format, offered --------------------------------------------------------
+
+def test_blocks_offers_the_code_block_format_in_the_system_prompt_and_a_file_block_is_saved(run_agent, fake, workspace):
+    code, _, _ = run_agent(answer("hello.py\n```python\nprint('hi')\n```"), answer("```sh\npython3 hello.py\n```"),
+                           answer("It prints hi."))
+    assert fake.requests[0]["messages"][0]["content"] == prompts.SYSTEM_PROMPT + aids.BLOCKS
+    assert code == 0 and (workspace / "hello.py").read_text() == "print('hi')\n"
+    assert results(fake.requests[2])[-1].startswith("exit code: 0") and "hi" in results(fake.requests[2])[-1]
+    fake.requests.clear()
+    run_agent(answer("Done."), flags=["--no-aid", "blocks"])
+    assert fake.requests[0]["messages"][0]["content"] == prompts.SYSTEM_PROMPT
+
 
 def test_the_task_is_sent_with_the_file_list_and_the_small_files_text(run_agent, fake, workspace):
     (workspace / "greet.py").write_text("print('hi')\n")
@@ -755,3 +771,25 @@ def test_a_read_that_finds_no_file_is_a_look_not_a_failure(run_agent, fake, work
     fake.requests.clear()  # so is a read whose arguments are no valid call
     run_agent(reply(call("read_file", '{"path": "nowhere.txt"')), answer("It cannot be read."), answer("Still not."))
     assert note_in(fake.requests[2]) == aids.NOTES["failed"]
+
+
+@pytest.mark.parametrize("text, plan", [
+    ("The script needs to be updated to copy the .txt files.", True),
+    ("You need to install the utils module.", True),
+    ("You should run the script again to see the changes.", True),
+    ("The median salary in Engineering is 80250.", False),
+    ("I fixed the glob in backup.sh; sh backup.sh now prints backed up 3 files.", False),
+    ("The request id on the ERROR line is req-7309.", False),
+    ("The files need to be in UTF-8, and they are.", False),
+])
+def test_what_counts_as_a_plan(text, plan):
+    assert bool(aids.PLANS.search(text)) == plan
+
+
+def test_a_botched_write_that_quotes_the_file_it_read_is_no_answer(run_agent, fake, workspace):
+    (workspace / "stats.py").write_text('"""Small statistics helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(values)\n')
+    botched = ('{"name": "write_file", "arguments": {"path": "stats.py", "content": """"""Small statistics helpers."""\n\n\n'
+               'def mean(values):\n    return sum(values) / len(values)\n')
+    code, out, _ = run_agent(reply(call("read_file", path="stats.py")), answer(botched), answer("It is unchanged."),
+                             flags=["--no-aid", "look"])
+    assert "looks like a call to write_file" in note_in(fake.requests[2]) and out == "It is unchanged.\n"
