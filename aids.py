@@ -93,6 +93,7 @@ def blocks(run: Run) -> None:
     calls with placeholders for the content (`"content": "<insert code>"`); in a code block under
     a file's name it writes the same code whole and well."""
     run.messages[0] = {**run.messages[0], "content": run.messages[0]["content"] + BLOCKS}
+    note("offered", "the system prompt also offers the code-block format (a file under its name, a ```sh block)", run)
 
 
 # --- look: the workspace, shown before the first reply -----------------------------------------
@@ -256,7 +257,24 @@ def recover(text: str, run: Run) -> list[tuple[str, str, str]]:
     if calls:
         blocks = f" ({'; '.join(from_blocks)}, from code blocks)" if from_blocks else ""
         note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", run)
-    return [(f"recovered_{len(run.calls)}_{i}", name, arguments) for i, (name, arguments) in enumerate(calls)]
+    if len(kept := first_steps(calls)) < len(calls):
+        note("trimmed", f"only the first {len(kept)} of them kept: the rest were planned before the result of "
+                        f"a read or a command they need, and are dropped from the history", run)
+    return [(f"recovered_{len(run.calls)}_{i}", name, arguments) for i, (name, arguments) in enumerate(kept)]
+
+
+def first_steps(calls: list) -> list:
+    """The calls of a reply up to the first one planned before a result it needs: a write after a
+    read or a command, a command after a command. Small models write their whole plan as a list
+    of calls, the writes holding placeholders for code they have not seen yet; run, or answered
+    with "not run" errors, that plan misleads them. Kept out of the history, the reply reads as the
+    steps that ran, and the model plans the rest from their results. (A write, then the command
+    that runs it, is one step.)"""
+    for i, (name, _) in enumerate(calls):
+        earlier = {tool for tool, _ in calls[:i]}
+        if name == "write_file" and earlier & {"read_file", "run_shell"} or name == "run_shell" and "run_shell" in earlier:
+            return calls[:i]
+    return calls
 
 
 def written(text: str, run: Run) -> tuple[list, list]:

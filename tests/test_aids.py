@@ -793,3 +793,21 @@ def test_a_botched_write_that_quotes_the_file_it_read_is_no_answer(run_agent, fa
     code, out, _ = run_agent(reply(call("read_file", path="stats.py")), answer(botched), answer("It is unchanged."),
                              flags=["--no-aid", "look"])
     assert "looks like a call to write_file" in note_in(fake.requests[2]) and out == "It is unchanged.\n"
+
+
+def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(run_agent, fake, workspace):
+    (workspace / "greet.py").write_text("print('hi')\n")
+    plan = ('{"name": "read_file", "arguments": {"path": "greet.py"}}\n'
+            '{"name": "write_file", "arguments": {"path": "greet.py", "content": "<insert code>"}}\n'
+            '{"name": "run_shell", "arguments": {"command": "python3 greet.py"}}')
+    code, out, err = run_agent(answer(plan), answer("It prints hi."), flags=["--no-aid", "look"])
+    assert code == 0 and (workspace / "greet.py").read_text() == "print('hi')\n"
+    history = fake.requests[1]["messages"][2:]
+    assert [c["function"]["name"] for c in history[0]["tool_calls"]] == ["read_file"]  # the rest: dropped, not "not run"
+    assert results(fake.requests[1]) == ["print('hi')\n"] and "only the first 1 of them kept" in flat(err)
+    # a write, then the command that runs it, is one step; a second command waits for the first's result
+    fake.requests.clear()
+    pair = ("a.py\n```python\nprint(2)\n```\n```sh\npython3 a.py\n```\n```sh\nrm greet.py\n```")
+    run_agent(answer(pair), answer("It prints 2."), flags=["--no-aid", "look"])
+    assert results(fake.requests[1]) == ["wrote 9 bytes (1 lines) to a.py", "exit code: 0\n--- stdout ---\n2\n"]
+    assert (workspace / "greet.py").exists()
