@@ -142,7 +142,8 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     keeps every top-level def and class of exactly one file in `read` (the .py files the run has
     read or written; small models asked again for a change often answer with the new file alone,
     unnamed). Only the first block per file counts (later ones are usually
-    the command that runs it), a block that mentions its own file's name is a command, Python
+    the command that runs it), a block that mentions its own file's name is a command (unless the
+    file does too: a usage line in its docstring), Python
     must parse, and a block that would drop a top-level def or class the file has now is a
     snippet, not a file. `current(path)` gives the file's text now, or None.
     """
@@ -169,7 +170,7 @@ def _file_blocks(text, current, read=()):
                 continue  # no single file named, already written, or cut off mid-block
             path = paths[0]
             own = body[len(named[0]) if named else 0:]  # (a block that names its own file is a command)
-            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own:
+            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own and path not in (current(path) or ""):
                 continue
             if path.endswith(".py") and not _keeps_definitions(current(path), body):
                 body = path in read and _splice(current(path), body)

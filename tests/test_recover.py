@@ -240,6 +240,9 @@ BLOCKS = [
     ("unnamed-new-version-of-the-one-file-it-keeps", f"{F}python\ndef main():\n    print('HI')\n\n\nmain()\n{F}",
      {"greet.py": "def main():\n    print('hi')\n", "test_greet.py": "def test():\n    pass\n"},
      written("greet.py", "def main():\n    print('HI')\n\n\nmain()\n")),
+    # Seen here (a CLI flag): the whole new file, whose docstring names it, as the file it read did.
+    ("its-docstring-names-it-as-the-file-did", f"Add it to `todo.py`:\n{F}python\n\"\"\"`python todo.py --all`\"\"\"\nprint(2)\n{F}",
+     {"todo.py": '"""`python todo.py --all`"""\nprint(1)\n'}, written("todo.py", '"""`python todo.py --all`"""\nprint(2)\n')),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
     # Seen here (implement-function): two files in one block, each under a comment naming it.
