@@ -145,7 +145,7 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     the command that runs it), a block that mentions its own file's name is a command (unless the
     file does too: a usage line in its docstring), Python
     must parse, and a block that would drop a top-level def or class the file has now is a
-    snippet, not a file. `current(path)` gives the file's text now, or None.
+    snippet, not a file, unless it ends in `if __name__ == "__main__":` (a rewrite, whole). `current(path)` gives the file's text now, or None.
     """
     return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
             for _, path, body in _file_blocks(text, current, read)]
@@ -172,7 +172,7 @@ def _file_blocks(text, current, read=()):
             own = body[len(named[0]) if named else 0:]  # (a block that names its own file is a command)
             if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own and path not in (current(path) or ""):
                 continue
-            if path.endswith(".py") and not _keeps_definitions(current(path), body):
+            if path.endswith(".py") and not _keeps_definitions(current(path), body) and not _main_guarded(body):
                 body = path in read and _splice(current(path), body)
                 if not body:
                     continue
@@ -294,6 +294,16 @@ def _keeps_definitions(old: str | None, new: str) -> bool:
     """Does `new` parse as Python and define every top-level function and class that `old` does?"""
     new_names = _definitions(new)
     return new_names is not None and (_definitions(old or "") or set()) <= new_names
+
+
+def _main_guarded(source: str) -> bool:
+    """Does `source` parse and end in `if __name__ == "__main__":`? Then it is a whole program,
+    a rewrite of its file that may drop old functions, not a snippet of it."""
+    try:
+        last = ast.parse(source).body[-1:]
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return bool(last) and isinstance(last[0], ast.If) and "__main__" in ast.unparse(last[0].test)
 
 
 def _definitions(source: str | None) -> set[str] | None:

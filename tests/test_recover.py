@@ -243,6 +243,10 @@ BLOCKS = [
     # Seen here (a CLI flag): the whole new file, whose docstring names it, as the file it read did.
     ("its-docstring-names-it-as-the-file-did", f"Add it to `todo.py`:\n{F}python\n\"\"\"`python todo.py --all`\"\"\"\nprint(2)\n{F}",
      {"todo.py": '"""`python todo.py --all`"""\nprint(1)\n'}, written("todo.py", '"""`python todo.py --all`"""\nprint(2)\n')),
+    # Seen here (a CLI flag): the file rewritten whole, main() folded into a main guard.
+    ("a-rewrite-with-a-main-guard-may-drop-functions", f"Change `greet.py`:\n{F}python\nimport sys\n\n"
+     f"if __name__ == \"__main__\":\n    print(sys.argv)\n{F}", {"greet.py": "def main():\n    print(1)\n\n\nmain()\n"},
+     written("greet.py", "import sys\n\nif __name__ == \"__main__\":\n    print(sys.argv)\n")),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
     # Seen here (implement-function): two files in one block, each under a comment naming it.
