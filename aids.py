@@ -142,7 +142,8 @@ def begin(run: Run) -> str:
     ("" for none), which llama-server supports as a final assistant message (prefill).
 
     Failure answered: after a note that its last command failed, or that the change it claims was
-    never made, a small model explains in prose what it would change, again and again, instead of
+    never made (or after an empty reply right after a failed call: small models fall silent
+    there, reply after reply), a small model explains in prose what it would change, again and again, instead of
     changing it. Begun as the action, it acts: as a file block (the file's name and an open code
     fence) it writes the file, and small models write code far better in a code block than inside
     a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
@@ -159,6 +160,8 @@ def begin(run: Run) -> str:
             blocks(run)
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
     kind = run.notes[-1] if "begin" in run.on and just_noted else None
+    if kind == "empty" and run.calls and not run.calls[-1][2].ok:  # silence after a failure: a failure note's case
+        kind = "failed"
     if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
         arguments = json.dumps({"path": unread})
         shown = after("read_file", arguments, dispatch("read_file", arguments, run.settings), run)  # now seen

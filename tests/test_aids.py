@@ -811,3 +811,18 @@ def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(ru
     run_agent(answer(pair), answer("It prints 2."), flags=["--no-aid", "look"])
     assert results(fake.requests[1]) == ["wrote 9 bytes (1 lines) to a.py", "exit code: 0\n--- stdout ---\n2\n"]
     assert (workspace / "greet.py").exists()
+
+
+def test_an_empty_reply_right_after_a_failed_run_gets_the_fix_begun(run_agent, fake, workspace):
+    (workspace / "lib.py").write_text(LIB)
+    (workspace / "x.py").write_text(MAIN)
+    code, out, err = run_agent(reply(call("read_file", path="lib.py")), reply(call("run_shell", command="python3 x.py")),
+                               answer(""), answer(FIXED + "```\n"), reply(call("run_shell", command="python3 x.py")),
+                               answer("It prints ok."))
+    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
+    assert note_in(fake.requests[3]) == aids.NOTES["empty"]
+    assert code == 0 and (workspace / "lib.py").read_text() == FIXED
+    # an empty reply after a good call: a note only, nothing begun
+    fake.requests.clear()
+    run_agent(reply(call("read_file", path="lib.py")), answer(""), answer("It raises ValueError."))
+    assert fake.requests[2]["messages"][-1]["role"] == "user"
