@@ -31,7 +31,7 @@ def note_in(request: dict) -> str:
     after the task restated at its start (aids.AGAIN)."""
     messages = request["messages"]
     message = messages[-1 - (messages[-1]["role"] == "assistant")]
-    again = aids.AGAIN.format(task=messages[1]["content"].split(aids.LISTING[:20])[0].split(aids.EMPTY)[0])  # (look)
+    again = aids.AGAIN.format(task=messages[1]["content"])
     assert message["role"] == "user" and message["content"].startswith(again), message
     return message["content"][len(again):]
 
@@ -161,7 +161,7 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     old = "def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n"
     (workspace / "stats.py").write_text(old)
     text = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
-    code, _, _ = run_agent(answer(text), answer("ok"), flags=["--no-aid", "look"])
+    code, _, _ = run_agent(answer(text), answer("ok"))
     assert code == 6 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
     assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
 
@@ -394,8 +394,6 @@ def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, works
     assert "Nothing was done" in note_in(fake.requests[2])
 
 
-# --- look: the workspace, shown before the first reply ---------------------------------------------
-
 # --- blocks: the code-block format, offered --------------------------------------------------------
 
 def test_blocks_offers_the_code_block_format_in_the_system_prompt_and_a_file_block_is_saved(run_agent, fake, workspace):
@@ -407,48 +405,6 @@ def test_blocks_offers_the_code_block_format_in_the_system_prompt_and_a_file_blo
     fake.requests.clear()
     run_agent(answer("Done."), flags=["--no-aid", "blocks"])
     assert fake.requests[0]["messages"][0]["content"] == prompts.SYSTEM_PROMPT
-
-
-def test_the_task_is_sent_with_the_file_list_and_the_small_files_text(run_agent, fake, workspace):
-    (workspace / "greet.py").write_text("print('hi')\n")
-    (workspace / "big.log").write_text("line\n" * 1000)  # 5,000 bytes: listed, not shown
-    (workspace / ".hidden").write_text("x")
-    code, _, _ = run_agent(reply(call("write_file", path="greet.py", content="print('HI')\n")), answer("Done."),
-                           flags=["--no-aid", "nudge"])
-    task = fake.requests[0]["messages"][1]["content"]
-    assert task == ("do the task" + aids.LISTING.format(count="2 files", names="big.log (5000 bytes), greet.py (12 bytes)")
-                    + aids.SHOWN + "\n\ngreet.py\n```python\nprint('hi')\n```")
-    assert (workspace / "greet.py").read_text() == "print('HI')\n"  # shown, so seen: not refused as a blind write
-    fake.requests.clear()
-    run_agent(answer("Done."), flags=["--no-aid", "look"])
-    assert fake.requests[0]["messages"][1]["content"] == "do the task"
-
-
-def test_look_lists_a_workspace_reached_through_a_symlink_and_hides_hidden_files(fake, tmp_path, capsys):
-    real = tmp_path / "real"
-    (real / "sub").mkdir(parents=True)
-    (real / "app.py").write_text("x = 1\n")
-    (real / "sub" / ".env").write_text("TOKEN=abc\n")  # hidden, in a subfolder too
-    (tmp_path / "link").symlink_to(real)
-    fake.script = [answer("Done.")]
-    agent.main(["--base-url", fake.url, "--workspace", str(tmp_path / "link"), "--no-aid", "nudge", "do the task"])
-    task = fake.requests[0]["messages"][1]["content"]
-    assert aids.LISTING.format(count="1 file", names="app.py (6 bytes)") in task and "app.py\n```python\nx = 1\n```" in task
-    assert ".env" not in task and "TOKEN" not in task
-
-
-def test_an_empty_workspace_is_said_to_be_empty(run_agent, fake, workspace):
-    run_agent(answer("Done."), flags=["--no-aid", "nudge"])
-    assert fake.requests[0]["messages"][1]["content"] == "do the task" + aids.EMPTY
-
-
-def test_the_files_shown_are_capped_in_all(run_agent, fake, workspace):
-    for n in range(5):
-        (workspace / f"part{n}.txt").write_text(str(n) * 2_500)  # five of 2,500 bytes: three fit in 8,000
-    run_agent(answer("Done."), flags=["--no-aid", "nudge"])
-    task = fake.requests[0]["messages"][1]["content"]
-    assert [n for n in range(5) if f"part{n}.txt\n```\n" in task] == [0, 1, 2]
-    assert "part4.txt (2500 bytes)" in task  # every file is listed
 
 
 # --- begin: the reply begun as the file to fix -------------------------------------------------------
@@ -529,7 +485,7 @@ def test_a_file_the_model_has_not_read_is_read_for_it_before_it_is_begun(run_age
     (workspace / "lib.py").write_text(LIB)
     (workspace / "x.py").write_text(MAIN)
     run_agent(reply(call("run_shell", command="python3 x.py")), answer("It fails."), answer(FIXED + "```\n"),
-              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."), flags=["--no-aid", "look"])
+              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."))
     assert note_in(fake.requests[2]) == aids.NOTES["failed"] + aids.READ_FOR_YOU.format(path="lib.py", text=LIB)
     assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
     assert (workspace / "lib.py").read_text() == FIXED
@@ -581,8 +537,7 @@ def test_context_overflow_compacts_old_tool_results(run_agent, fake, workspace):
         (workspace / f"big{n}.txt").write_text("word " * 1100)  # 5,500 characters each
     reads = [reply(call("read_file", path=f"big{n}.txt")) for n in range(3)]
     code, out, err = run_agent(*[context_window(15_000, r) for r in reads],
-                               context_window(15_000, answer("done")), context_window(15_000, answer("done")),
-                               flags=["--no-aid", "look"])  # (the files, unshown, are read by the model)
+                               context_window(15_000, answer("done")), context_window(15_000, answer("done")))
     assert code == 0 and out == "done\n"
     assert "context full" in err and "shortened tool output" in flat(err)
     last = fake.requests[-1]["messages"]
@@ -722,8 +677,7 @@ def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun
     fixed = "print('HELLO')\n"
     code, out, err = run_agent(reply(call("run_shell", command="python3 greet.py --shout")),
                                answer("I added the --shout option to greet.py."), answer(fixed + "```\n"),
-                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."),
-                               flags=["--no-aid", "look"])
+                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."))
     assert code == 0 and out == "It shouts.\n", err
     sent = fake.requests[2]["messages"]
     assert sent[-1] == {"role": "assistant", "content": "greet.py\n```python\n"}
@@ -790,8 +744,7 @@ def test_a_botched_write_that_quotes_the_file_it_read_is_no_answer(run_agent, fa
     (workspace / "stats.py").write_text('"""Small statistics helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(values)\n')
     botched = ('{"name": "write_file", "arguments": {"path": "stats.py", "content": """"""Small statistics helpers."""\n\n\n'
                'def mean(values):\n    return sum(values) / len(values)\n')
-    code, out, _ = run_agent(reply(call("read_file", path="stats.py")), answer(botched), answer("It is unchanged."),
-                             flags=["--no-aid", "look"])
+    code, out, _ = run_agent(reply(call("read_file", path="stats.py")), answer(botched), answer("It is unchanged."))
     assert "looks like a call to write_file" in note_in(fake.requests[2]) and out == "It is unchanged.\n"
 
 
@@ -800,7 +753,7 @@ def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(ru
     plan = ('{"name": "read_file", "arguments": {"path": "greet.py"}}\n'
             '{"name": "write_file", "arguments": {"path": "greet.py", "content": "<insert code>"}}\n'
             '{"name": "run_shell", "arguments": {"command": "python3 greet.py"}}')
-    code, out, err = run_agent(answer(plan), answer("It prints hi."), flags=["--no-aid", "look"])
+    code, out, err = run_agent(answer(plan), answer("It prints hi."))
     assert code == 0 and (workspace / "greet.py").read_text() == "print('hi')\n"
     history = fake.requests[1]["messages"][2:]
     assert [c["function"]["name"] for c in history[0]["tool_calls"]] == ["read_file"]  # the rest: dropped, not "not run"
@@ -808,7 +761,7 @@ def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(ru
     # a write, then the command that runs it, is one step; a second command waits for the first's result
     fake.requests.clear()
     pair = ("a.py\n```python\nprint(2)\n```\n```sh\npython3 a.py\n```\n```sh\nrm greet.py\n```")
-    run_agent(answer(pair), answer("It prints 2."), flags=["--no-aid", "look"])
+    run_agent(answer(pair), answer("It prints 2."))
     assert results(fake.requests[1]) == ["wrote 9 bytes (1 lines) to a.py", "exit code: 0\n--- stdout ---\n2\n"]
     assert (workspace / "greet.py").exists()
 
