@@ -16,7 +16,8 @@ Each aid answers one failure seen in small models in general, never one task:
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
     begin       after a note about a failure, a reply in prose again instead of the fix: the reply
-                is begun as the file to fix (its name and a code fence) for the model to continue
+                is begun as the file to fix (its name and a code fence) for the model to continue;
+                after a note that a change was never run, prose that claims the run: begun as ```sh
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -111,7 +112,10 @@ def begin(run: Run) -> str:
     written in a reply (no file to fix), the reply is begun as a new program, an open ```python
     fence that text-calls runs. A file to fix that the model never read (named by the failed
     command, or by its claim) is read for it first and shown after the note: small models "fix"
-    files unseen. A file the failed command runs that no one wrote is begun as a new file."""
+    files unseen. A file the failed command runs that no one wrote is begun as a new file.
+
+    Failure answered too: after the note that a change was never run, a small model says in prose
+    that it ran it and it worked (it never did). Begun as an open ```sh block, it writes the run."""
     run.first, run.begun = len(run.calls), ""
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
@@ -135,7 +139,7 @@ def begin(run: Run) -> str:
     elif kind == "failed" and (path := unwritten(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path}, which the failed command runs and no one wrote", run)
-    elif language := "python" if kind == "failed" and rewritten(run) else None:
+    elif language := "python" if kind == "failed" and rewritten(run) else "sh" if kind == "unchecked" else None:
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun

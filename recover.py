@@ -13,8 +13,8 @@ Recovered, for the tool names the caller passes in only:
     <tool_call>{"name": "run_shell", "arguments": {"command": "ls"}}</tool_call>
         closing tag optional; any <tag> works, e.g. <function>{...}
     {"name": "run_shell", "arguments": {"command": "ls"}}
-        on lines of its own, bare or in a ```json, ```tool_call or plain ``` block; several, or a
-        JSON list of them; "parameters" for "arguments"; arguments as a JSON string; inside the
+        on lines of its own, bare or in a ```json, ```tool_call or plain ``` block (or any code
+        block that holds nothing else); several, or a JSON list of them; "parameters" for "arguments"; arguments as a JSON string; inside the
         OpenAI wrapper {"type": "function", "function": {...}}
     <|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>{"command": "ls"}
         Kimi K2; end markers, "functions." and ":0" optional. Also <function=run_shell>{...}
@@ -29,8 +29,8 @@ JSON is read leniently where the intent is plain: raw newlines in strings, trail
 (a quote, as Python reads it), Python literals ('single quotes', True, None), triple-quoted
 strings (verbatim, dedented).
 
-Left out on purpose: a call-shaped object in the middle of a line or inside a ```python (or any
-non-JSON) code block, Python calls mixed with other code (`data = read_file("a.csv")[1:]`), XML
+Left out on purpose: a call-shaped object in the middle of a line or among code in a ```python
+(or any non-JSON) code block, Python calls mixed with other code (`data = read_file("a.csv")[1:]`), XML
 parameters (`<parameter name=...>`). `failed_attempt` reports those instead: a wrong guess in `recover_calls`
 runs a command the model never meant, a wrong guess in `failed_attempt` costs one extra turn.
 (A ```python block that calls a tool as a function is no program either, for the same reason.)
@@ -40,7 +40,9 @@ import ast
 import itertools
 import json
 import re
+import shlex
 import textwrap
+from contextlib import suppress
 
 # A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
 _AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
@@ -206,16 +208,27 @@ def _command_blocks(text, used):
         lines = body.strip().splitlines()
         if language == "console" or any(line.startswith("$ ") for line in lines):
             lines = [line[2:] for line in lines if line.startswith("$ ")]
-        if command := "\n".join(lines).strip():
+        if command := _unnamed("\n".join(lines).strip()):
             found.append((block.start(), command))
     return found
+
+
+def _unnamed(command):
+    """The command without the tool's name written before it, as the 1.5B model writes it in a
+    ```sh block: `run_shell "python hello.py"` runs `python hello.py`."""
+    named = re.fullmatch(r"run_shell\s+(.+)", command, re.S)
+    with suppress(ValueError):
+        words = shlex.split(named[1]) if named else []
+        return words[0] if len(words) == 1 else named[1] if named else command
+    return command
 
 
 def _program(text, used, names):
     """The ```python blocks of a reply that are programs, as one command that runs them in order
     as a single script (like a notebook's cells): [(position, command)] or []. A block is a
     program when it is complete, parses, does something at the top level (not only def, class,
-    import and assignments), is no file's content (`used`), calls no tool as a function, and
+    import and assignments), is no file's content (`used`), names no tool (a call as a function, or
+    as a dict that the program would only print), and
     neither the prose before it nor a comment on its first line names a file (then it is that
     file's code, or a snippet of it: made-up code under "# app.py" that prints "all tests
     passed", run as a program, would pass for the check)."""
@@ -225,7 +238,7 @@ def _program(text, used, names):
         prose, prose_start = text[prose_start:block.start()], block.end()
         if (language not in _LANGUAGES["py"] or _holds(block, used) or not block.group(0).endswith("```")
                 or any(path.endswith(".py") for path in _FILE_NAME.findall(prose)) or _NAME_COMMENT.match(body)
-                or any(re.search(rf"\b{name}\s*\(", body) for name in names)):
+                or any(re.search(rf"""\b{name}\s*\(|["']{name}["']""", body) for name in names)):
             continue
         try:
             statements = ast.parse(body).body
@@ -361,8 +374,9 @@ def _find_calls(text):
     starts = tagged | {len(text) - len(text.lstrip())}
     code = []
     for m in _FENCE.finditer(text):
-        if m.group(1).lower() in _JSON_FENCES:
-            starts.add(m.end(2) - len(m.group(2).lstrip()))
+        body = m.end(2) - len(m.group(2).lstrip())
+        if m.group(1).lower() in _JSON_FENCES or _whole_call(text, body, m.end(2)):
+            starts.add(body)
         else:
             code.append(range(m.start(), m.end()))
     starts |= {m.end() for m in _LINE_START.finditer(text) if not any(m.start() in span for span in code)
@@ -383,6 +397,14 @@ def _find_calls(text):
         if items and all(calls):  # a list counts only if it is all calls, or it is some other data
             found += [(start, name, args) for name, args in calls]
     return sorted(found, key=lambda call: call[0])
+
+
+def _whole_call(text, start, end):
+    """Whether text[start:end], a code block's body, is one call-shaped value and nothing else: a
+    call in a ```python block is still a call (seen from the 1.5B model), where a brace among other
+    code is code."""
+    parsed = _CALL_START.match(text, start) and _lenient(text, start)
+    return bool(parsed) and not text[parsed[1]:end].strip()
 
 
 def _python_calls(text, names):

@@ -313,10 +313,21 @@ def test_a_call_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspa
 
 def test_an_answer_after_an_untested_write_gets_one_note(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                             answer("done"), answer("done"))
+                             answer("done"), answer("done"), flags=["--no-aid", "begin"])
     assert code == 6 and out == "done\n" and len(fake.requests) == 3  # still untested, the one note spent
     assert fake.requests[2]["messages"][-2] == {"role": "assistant", "content": "done"}
     assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
+
+
+def test_after_the_untested_note_the_reply_is_begun_as_a_command(run_agent, fake, workspace):
+    # The 1.5B model answers the note with "I ran it and it printed ..." and never runs it.
+    code, out, err = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
+                               answer("I ran a.py and it printed 1."), answer("python3 a.py\n```"),
+                               answer("It printed 1."))
+    assert code == 0 and out == "It printed 1.\n", err
+    assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
+    assert results(fake.requests[3])[-1].startswith("exit code: 0") and "1" in results(fake.requests[3])[-1]
 
 
 def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, workspace):

@@ -101,6 +101,8 @@ RECOVERED = [
      '<|tool_call_argument_begin|>{"path": "a.py"}<|tool_call_end|><|tool_call_begin|>functions.run_shell:1'
      '<|tool_call_argument_begin|>{"command": "ls"}<|tool_call_end|><|tool_calls_section_end|>',
      [("read_file", '{"path": "a.py"}'), shell("ls")]),
+    # Seen here (the e2e test's task): a call alone in a ```python block, which ran as a program printing it.
+    ("call-alone-in-python-block", f"Let's correct that.\n{F}python\n{LS}\n{F}", [shell("ls")]),
     ("llama-function-tag", '<function=run_shell>{"command": "ls"}</function>', [shell("ls")]),
     # Seen here (fix-shell-script, add-cli-flag): Qwen2.5-Coder-1.5B put calls in XML attributes.
     ("xml-attributes", "<tools>\n  <function name=\"run_shell\" arguments='{\"command\": \"sh backup.sh\"}'/>\n</tools>",
@@ -118,7 +120,6 @@ NOT_CALLS = [
     ("unknown-tool", '{"name": "delete_everything", "arguments": {"path": "/"}}'),
     ("unknown-tool-kimi", '<|tool_call_begin|>functions.browse:0<|tool_call_argument_begin|>{"url": "x"}'),
     ("dict-in-python-block", f"{F}python\ncall = {LS}\nprint(call)\n{F}"),
-    ("line-start-dict-in-python-block", f"{F}python\n{LS}\n{F}"),
     ("list-item-in-code", f"{F}\ncalls = [\n{LS},\n{READ},\n]\n{F}"),
     ("indented-dict-in-code", f"tools = [\n    {LS}\n]"),
     ("mid-sentence", f"You could send {LS} to list the files."),
@@ -168,7 +169,7 @@ FAILED = [
     ("unknown-tool", '{"name": "search_web", "arguments": {"query": "fizzbuzz"}}', "search_web"),
     ("unknown-tool-in-markup", '<tool_call>{"name": "python", "arguments": {"code": "1"}}</tool_call>', "python"),
     ("bare-json-broken", '{"name": "run_shell", "arguments": {"command": "ls"}', "run_shell"),
-    ("call-in-python-block", f"{F}python\n{LS}\n{F}", "run_shell"),
+    ("call-among-code-in-python-block", f"{F}python\n{LS}\nprint('sent')\n{F}", "run_shell"),
     ("call-mid-sentence", f"I will now send {LS} to list them.", "run_shell"),
     ("python-call-in-code", 'out = run_shell(command="python fizzbuzz.py")\nprint(out)', "run_shell"),
     # Seen here (add-cli-flag): XML attributes around JSON that does not parse (raw quotes).
@@ -306,6 +307,9 @@ REPLIES = [
      f"Or:\n{F}bash\npython t.py\n{F}", set(), written("t.py", "print(1)\n") + [ran("python t.py")]),
     ("prompt-lines-only", f"{F}console\n$ grep -c ERROR app.log\n1\n{F}", set(), [ran("grep -c ERROR app.log")]),
     ("prompted-sh", f"{F}sh\n$ ls data\n{F}", set(), [ran("ls data")]),
+    # Seen here (the e2e test's task): the tool's name before the command, in a ```sh block.
+    ("tool-named-in-sh", f"{F}sh\nrun_shell \"python hello.py\"\n{F}", set(), [ran("python hello.py")]),
+    ("tool-named-unquoted", f"{F}sh\nrun_shell ls -la\n{F}", set(), [ran("ls -la")]),
     ("json-call-then-block", f'{F}json\n{{"name": "run_shell", "arguments": {{"command": "ls"}}}}\n{F}\n'
      f"{F}sh\nls\n{F}", set(), [ran("ls")]),
     ("script-then-its-command", f"The fixed `backup.sh`:\n{F}sh\ncp data/*.txt backup/\n{F}\nRun:\n{F}sh\n"
@@ -325,6 +329,8 @@ REPLIES = [
     # Not commands:
     ("definitions-only", f"The function:\n{F}python\nimport os\nX = 1\ndef f():\n    return X\n{F}", set(), []),
     ("tool-as-a-function", f"{F}python\nresult = read_file('s.csv')\nprint(result)\n{F}", set(), []),
+    ("call-as-a-dict-among-code", f"{F}python\ncall = {{'name': 'run_shell', 'arguments': {{'command': 'ls'}}}}\n"
+     f"print(call)\n{F}", set(), []),
     # Seen here (fix-bug): a comment names the file, the code would drop its functions (so it is
     # not written), and it prints "all tests passed": not a program either.
     ("code-named-in-its-comment", f"{F}python\n# stats.py\nprint('all tests passed')\n{F}", set(), []),
