@@ -139,7 +139,8 @@ def begin(run: Run) -> str:
     elif kind == "failed" and (path := unwritten(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path}, which the failed command runs and no one wrote", run)
-    elif language := "python" if kind == "failed" and rewritten(run) else "sh" if kind == "unchecked" else None:
+    elif kind == "failed" and rewritten(run) or kind == "unchecked":
+        language = "sh" if kind == "unchecked" else "python"  # the run asked for, or the program again
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun

@@ -14,8 +14,9 @@ Recovered, for the tool names the caller passes in only:
         closing tag optional; any <tag> works, e.g. <function>{...}
     {"name": "run_shell", "arguments": {"command": "ls"}}
         on lines of its own, bare or in a ```json, ```tool_call or plain ``` block (or any code
-        block that holds nothing else); several, or a JSON list of them; "parameters" for "arguments"; arguments as a JSON string; inside the
-        OpenAI wrapper {"type": "function", "function": {...}}
+        block that holds nothing else); several, or a JSON list of them; "parameters" for
+        "arguments"; arguments as a JSON string; inside the OpenAI wrapper
+        {"type": "function", "function": {...}}
     <|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>{"command": "ls"}
         Kimi K2; end markers, "functions." and ":0" optional. Also <function=run_shell>{...}
     <function name="run_shell" arguments='{"command": "ls"}'/>
@@ -217,10 +218,12 @@ def _unnamed(command):
     """The command without the tool's name written before it, as the 1.5B model writes it in a
     ```sh block: `run_shell "python hello.py"` runs `python hello.py`."""
     named = re.fullmatch(r"run_shell\s+(.+)", command, re.S)
-    with suppress(ValueError):
-        words = shlex.split(named[1]) if named else []
-        return words[0] if len(words) == 1 else named[1] if named else command
-    return command
+    if not named:
+        return command
+    with suppress(ValueError):  # (unbalanced quotes: the words as written)
+        if len(words := shlex.split(named[1])) == 1:
+            return words[0]
+    return named[1]
 
 
 def _program(text, used, names):
