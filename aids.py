@@ -17,7 +17,8 @@ Each aid answers one failure seen in small models in general, never one task:
                 was never made, work never checked
     begin       after a note about a failure, a reply in prose again instead of the fix: the reply
                 is begun as the file to fix (its name and a code fence) for the model to continue;
-                after a note that a change was never run, prose that claims the run: begun as ```sh
+                after a note that a change was never run, prose that claims the run, or the same
+                reply again after a note: begun as ```sh
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -64,6 +65,8 @@ class Run:
     notes: list = field(default_factory=list)  # the notes sent to the model
     begun: str = ""  # the start this turn's reply was given (see begin)
     before: dict | None = None  # the workspace's files when the run began (see snapshot)
+    files: dict | None = None  # the workspace's files after the last call
+    edits: list = field(default_factory=list)  # indices in `calls` of the calls that changed a source file
     first: int = 0  # index in `calls` of this turn's first call
 
 
@@ -115,7 +118,8 @@ def begin(run: Run) -> str:
     files unseen. A file the failed command runs that no one wrote is begun as a new file.
 
     Failure answered too: after the note that a change was never run, a small model says in prose
-    that it ran it and it worked (it never did). Begun as an open ```sh block, it writes the run."""
+    that it ran it and it worked (it never did). Begun as an open ```sh block, it writes the run.
+    So is the reply after any note that got the same reply twice (`repeated`)."""
     run.first, run.begun = len(run.calls), ""
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
@@ -139,11 +143,20 @@ def begin(run: Run) -> str:
     elif kind == "failed" and (path := unwritten(run)):
         run.begun = f"{path}\n```{fence(path)}\n"
         note("begun", f"the reply is begun for the model: {path}, which the failed command runs and no one wrote", run)
-    elif kind == "failed" and rewritten(run) or kind == "unchecked":
-        language = "sh" if kind == "unchecked" else "python"  # the run asked for, or the program again
+    elif kind == "failed" and rewritten(run) or kind == "unchecked" or kind and repeated(run):
+        language = "python" if kind == "failed" and rewritten(run) else "sh"  # the program again, or a command
         run.begun = f"```{language}\n"
         note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun
+
+
+def repeated(run: Run) -> bool:
+    """Was the reply before the last note the same, word for word, as the one before the note
+    ahead of it? A small model answers a note with the reply it was noted for, again and again
+    (OpenHands' StuckDetector calls it a loop); the same note would get the same reply."""
+    last = run.messages[-4:]
+    return (len(run.messages) >= 6 and [m["role"] for m in last] == ["assistant", "user"] * 2
+            and not last[0].get("tool_calls") and not last[2].get("tool_calls") and last[0].get("content") == last[2].get("content"))
 
 
 READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
@@ -344,7 +357,18 @@ def after(name: str, arguments: str, result: Result, run: Run) -> Result:
     """Every tool result passes here before the model sees it; the run records it (what the
     other aids know of the calls made)."""
     run.calls.append((name, arguments, result))
+    if "nudge" in run.on and run.before is not None:
+        now = snapshot(run.settings)
+        if edited(run.files or run.before, now):
+            run.edits.append(len(run.calls) - 1)
+        run.files = now
     return result
+
+
+def edited(then: dict, now: dict) -> bool:
+    """Did a source file change, appear or go between two snapshots? Whichever tool did it:
+    write_file, `sed -i`, `mv`, a program. A write that left the file as it was is no change."""
+    return any(fence(path) and then.get(path) != now.get(path) for path in then.keys() | now.keys())
 
 
 # --- nudge: a reply that ends the run but is no answer yet ---------------------------------------
@@ -425,9 +449,9 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return not budget or run.notes.count(kind) < times
     tried = [(name, result, arguments) for name, arguments, result in run.calls if result.text not in (SKIPPED,)]
     last = tried[-1][1] if tried else None
-    writes = [i for i, (name, result, arguments) in enumerate(tried)  # of code: a data file needs no run
-              if name == "write_file" and result.ok and fence(str(parsed(arguments).get("path")))]
-    ran_since = writes and any(name == "run_shell" and result.ok for name, result, _ in tried[writes[-1]:])
+    edit = run.edits[-1] if run.edits else None  # of code, by any tool: a data file needs no run
+    ran_since = edit is not None and any(name == "run_shell" and result.ok and i not in run.edits
+                                         for i, (name, _, result) in enumerate(run.calls) if i > edit)
     if finish_reason == "length":
         return "cut_off"
     botched = failed_attempt(text, set(PARAMETERS))
@@ -449,7 +473,7 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "partial"
     if PLANS.search(text) and left("plan", 1):
         return "plan"
-    if writes and not ran_since and left("unchecked", 1):
+    if edit is not None and not ran_since and left("unchecked", 1):
         return "unchecked"
     return None
 

@@ -114,7 +114,7 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=()) -> tuple
     used = {start for start, _, _ in files}
     shown = ([(start, command, "a ```sh block") for start, command in _command_blocks(text, used)]
              + [(start, command, "a ```python program") for start, command in _program(text, used, names)])
-    commands = [(start, "run_shell", {"command": command}, kind) for start, command, kind in shown
+    commands = [(start, *_as_read(command, names), kind) for start, command, kind in shown
                 if "run_shell" in names and (command not in quoted or any(
                     name == "write_file" and at < start for at, name, _ in calls + blocks))]
     ordered, seen = [], set()
@@ -126,7 +126,8 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=()) -> tuple
     def said(command, kind):
         return repr(command) if "\n" not in command and len(command) <= 60 else kind
     return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
-        f"run_shell of {said(args['command'], kind)}" for _, _, args, kind in commands]
+        f"run_shell of {said(args['command'], kind)}" if name == "run_shell" else f"read_file of {args['path']}"
+        for _, name, args, kind in commands]
 
 
 def fence(path: str) -> str | None:
@@ -212,6 +213,15 @@ def _command_blocks(text, used):
         if command := _unnamed("\n".join(lines).strip()):
             found.append((block.start(), command))
     return found
+
+
+def _as_read(command, names):
+    """A command that is read_file's name and one path (`read_file todo.py`, as the 1.5B model
+    writes a read in a ```sh block, where it would fail as "command not found") is that read;
+    any other command is run_shell's."""
+    if "read_file" in names and (named := re.fullmatch(r"read_file\s+['\"]?([\w./-]+)['\"]?", command)):
+        return "read_file", {"path": named[1]}
+    return "run_shell", {"command": command}
 
 
 def _unnamed(command):

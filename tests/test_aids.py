@@ -330,6 +330,40 @@ def test_after_the_untested_note_the_reply_is_begun_as_a_command(run_agent, fake
     assert results(fake.requests[3])[-1].startswith("exit code: 0") and "1" in results(fake.requests[3])[-1]
 
 
+def test_a_change_made_by_a_command_and_never_run_gets_the_untested_note(run_agent, fake, workspace):
+    # The 1.5B model renames with sed or mv, then says the program "ran without any issues".
+    (workspace / "a.py").write_text("print(1)\n")
+    code, out, _ = run_agent(reply(call("run_shell", command="sed -i s/1/2/ a.py")), answer("It prints 2."),
+                             reply(call("run_shell", command="python3 a.py")), answer("It prints 2."),
+                             flags=["--no-aid", "begin"])
+    assert code == 0 and out == "It prints 2.\n" and len(fake.requests) == 4
+    assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
+
+
+def test_a_write_that_changed_nothing_needs_no_run(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("print(1)\n")
+    code, out, _ = run_agent(reply(call("read_file", path="a.py")),
+                             reply(call("write_file", path="a.py", content="print(1)\n")), answer("done"))
+    assert code == 0 and out == "done\n" and len(fake.requests) == 3
+
+
+def test_the_same_reply_after_a_note_gets_the_next_reply_begun_as_a_command(run_agent, fake, workspace):
+    # Seen from the 1.5B model: the same snippet, reply after reply, whatever the note says.
+    (workspace / "a.txt").write_text("apple\n")
+    snippet = "```\nobj['content']\n```"
+    code, out, err = run_agent(reply(call("read_file", path="a.txt")), answer(snippet), answer(snippet),
+                               answer("cat a.txt\n```"), answer("It says apple."))
+    assert code == 0 and out == "It says apple.\n", err
+    assert [note_in(fake.requests[i]) for i in (2, 3)] == [aids.NOTES["code"]] * 2
+    assert fake.requests[2]["messages"][-1]["role"] == "user"  # once is no loop
+    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
+    assert results(fake.requests[4])[-1].startswith("exit code: 0") and "apple" in results(fake.requests[4])[-1]
+    fake.requests.clear()
+    run_agent(reply(call("read_file", path="a.txt")), answer(snippet), answer(snippet), answer(snippet),
+              flags=["--no-aid", "begin"])
+    assert fake.requests[3]["messages"][-1]["role"] == "user"
+
+
 def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, workspace):
     code, _, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
                            reply(call("run_shell", command="python3 a.py")), answer("done"))

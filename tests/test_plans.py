@@ -60,10 +60,12 @@ def aided_reading(plan, cap):
       writes only .txt files.) Otherwise "done" is the answer (exit 0). After "no_tool" that note
       is spent, but the next "done" is still unfinished: it is taken as the answer with exit 6,
       the notes for it having run out. After "failed" the last call still failed, so the next
-      "done" gets the second "failed" note, and the one after it is taken with exit 6.
-      MAX_NOTES is never reached here.
-    begin: after "failed" nothing is begun: no code file was written, read or run, and no
-      program came from a reply.
+      "done" gets the second "failed" note.
+    begin: after the first "failed" nothing is begun: no code file was written, read or run, and
+      no program came from a reply. After the second, "done" has come twice, each time after a
+      note: a loop, so the next reply is begun as a ```sh block. "done" inside it is code that
+      only exists in the reply ("code", not budgeted), and "done" again is still a loop: one more
+      begun reply, noted "code" too, reaches MAX_NOTES (4), and the next is taken with exit 6.
     The cap ends the run with exit 3 wherever it falls."""
     steps, code, answer, ran, results = plain_reading(plan, cap)
     if code == 3 or not plan or results[-1]:
@@ -72,7 +74,7 @@ def aided_reading(plan, cap):
         note = "failed"
     if note is None:
         return steps, code, answer, ran, results
-    ends = len(plan) + {"no_tool": 2, "failed": 3}[note]
+    ends = len(plan) + {"no_tool": 2, "failed": 5}[note]
     return (cap, 3, "", ran, results) if ends > cap else (ends, 6, "done", ran, results)
 
 

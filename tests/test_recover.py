@@ -310,6 +310,10 @@ REPLIES = [
     # Seen here (the e2e test's task): the tool's name before the command, in a ```sh block.
     ("tool-named-in-sh", f"{F}sh\nrun_shell \"python hello.py\"\n{F}", set(), [ran("python hello.py")]),
     ("tool-named-unquoted", f"{F}sh\nrun_shell ls -la\n{F}", set(), [ran("ls -la")]),
+    # A read written as a command in a ```sh block ("read_file: command not found" if run).
+    ("read-written-as-a-command", f"{F}sh\nread_file todo.py\n{F}", set(), [("read_file", '{"path": "todo.py"}')]),
+    ("read-in-a-pipeline-stays-a-command", f"{F}sh\nread_file todo.py | head\n{F}", set(),
+     [ran("read_file todo.py | head")]),
     ("json-call-then-block", f'{F}json\n{{"name": "run_shell", "arguments": {{"command": "ls"}}}}\n{F}\n'
      f"{F}sh\nls\n{F}", set(), [ran("ls")]),
     ("script-then-its-command", f"The fixed `backup.sh`:\n{F}sh\ncp data/*.txt backup/\n{F}\nRun:\n{F}sh\n"
