@@ -83,7 +83,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
             verdict = aids.review(text, choice.finish_reason, state)
             if isinstance(verdict, int):
                 return verdict, text
-            messages.append({"role": "user", "content": verdict})
+            if verdict:  # ("": the aid took the reply back, to ask again)
+                messages.append({"role": "user", "content": verdict})
             continue
         cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id

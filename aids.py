@@ -63,6 +63,8 @@ class Run:
     calls: list = field(default_factory=list)  # (name, arguments, Result) of every call, in order
     replies: list = field(default_factory=list)  # the text of every reply that had no call
     notes: list = field(default_factory=list)  # the notes sent to the model
+    settled: int = 0  # how many notes had gone out when a call of the model's last worked (see review)
+    resampled: bool = False  # the last reply was empty and is being asked for again (see review)
     begun: str = ""  # the start this turn's reply was given (see begin)
     before: dict | None = None  # the workspace's files when the run began (see snapshot)
     files: dict | None = None  # the workspace's files after the last call
@@ -130,8 +132,9 @@ def begin(run: Run) -> str:
     if kind == "empty" and run.calls and not run.calls[-1][2].ok:  # silence after a failure: a failure note's case
         kind = "failed"
     if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
-        arguments = json.dumps({"path": unread})
+        arguments, settled = json.dumps({"path": unread}), run.settled
         shown = after("read_file", arguments, dispatch("read_file", arguments, run.settings), run)  # now seen
+        run.settled = settled  # (a read made for the model is no progress of its own)
         run.first = len(run.calls)  # (not a call of the reply to come: see blind)
         if shown.ok:
             run.messages[-1] = {**run.messages[-1], "content": run.messages[-1]["content"] + READ_FOR_YOU.format(
@@ -357,6 +360,9 @@ def after(name: str, arguments: str, result: Result, run: Run) -> Result:
     """Every tool result passes here before the model sees it; the run records it (what the
     other aids know of the calls made)."""
     run.calls.append((name, arguments, result))
+    run.resampled = False
+    if result.ok:  # progress: the notes' budget starts again
+        run.settled = len(run.notes)
     if "nudge" in run.on and run.before is not None:
         now = snapshot(run.settings)
         if edited(run.files or run.before, now):
@@ -373,7 +379,7 @@ def edited(then: dict, now: dict) -> bool:
 
 # --- nudge: a reply that ends the run but is no answer yet ---------------------------------------
 
-MAX_NOTES = 4  # notes in a run; after that a reply that is still no answer ends the run (exit 6)
+MAX_NOTES = 4  # notes since a call last worked; then a reply that is still no answer ends the run (exit 6)
 
 AGAIN = "Your task, again: {task}\n\n"  # every note restates the task: deep in a run a small model loses it
 NOTES = {
@@ -419,16 +425,30 @@ FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w{0,4})(?![\w
 
 def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     """A reply without a tool call ends the run: returns its exit code, or the note to send
-    instead when an aid finds it is no answer yet.
+    instead when an aid finds it is no answer yet ("" to ask again with no note).
 
     Exit 0 is an answer given freely. nudge: a reply that is no answer yet gets a note with the
-    task restated, at most MAX_NOTES in a run, some kinds only once or twice; when the notes for
-    an unfinished reply have run out, the reply is taken, and the exit code (6) says so."""
+    task restated. The notes are budgeted from the last call of the model's that worked: at most
+    MAX_NOTES since then, some kinds only once or twice. A small model often needs a note to take
+    the next step, then another after it (a fix written, then the run it skipped): a budget per
+    run ended half of the failing runs right after such progress. When the notes for an
+    unfinished reply have run out, the reply is taken, and the exit code (6) says so.
+
+    An empty reply (nothing of its own after a begun start, either) is asked for again once, with
+    no note: a small model sometimes ends its reply on its first token, and the same request with
+    the next seed usually gets a real reply (little-coder's monitor for empty output)."""
+    nudge = "nudge" in run.on
+    own = text.removeprefix(run.begun)  # what the model wrote itself
+    if nudge and finish_reason != "length" and not own.strip(" \n`") and not run.resampled:
+        run.resampled = True
+        run.messages.pop()  # the empty reply is taken back: the same request goes again
+        note("resampled", "the reply was empty: the same request is sent again, with no note", run)
+        return ""
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     run.replies.append(text)
-    nudge = "nudge" in run.on
     why = unfinished(text, finish_reason, run) if nudge else None
-    if why and len(run.notes) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
+    spent = run.notes[run.settled:]
+    if why and len(spent) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
@@ -443,10 +463,11 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
 
 def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = True) -> str | None:
     """Why a reply with no call is not yet an answer (a key of NOTES, or a note of its own), from
-    what happened in the run; None if it is an answer. Some notes go out only once or twice a run;
-    with `budget` False, those spent still count (the reply is then unfinished, but unnoted)."""
+    what happened in the run; None if it is an answer. Some notes go out only once or twice since a
+    call last worked; with `budget` False, those spent still count (the reply is then unfinished,
+    but unnoted)."""
     def left(kind, times):
-        return not budget or run.notes.count(kind) < times
+        return not budget or run.notes[run.settled:].count(kind) < times
     tried = [(name, result, arguments) for name, arguments, result in run.calls if result.text not in (SKIPPED,)]
     last = tried[-1][1] if tried else None
     edit = run.edits[-1] if run.edits else None  # of code, by any tool: a data file needs no run

@@ -270,6 +270,21 @@ def test_failed_notes_are_at_most_two(run_agent, fake):
     assert [note_in(r) for r in fake.requests[2:]] == [aids.NOTES["failed"]] * 2
 
 
+def test_the_notes_budget_starts_again_after_a_call_that_worked(run_agent, fake, workspace):
+    # Seen from the 1.5B model: a note, the fix written, a note, the run, ... A budget per run ended
+    # such runs with exit 6 right after their progress.
+    cut = [reply(content=f"Here is the start of part {i}", finish_reason="length") for i in range(aids.MAX_NOTES)]
+    code, out, _ = run_agent(*cut, reply(call("write_file", path="a.py", content="print(1)\n")), answer("Done."),
+                             answer("python3 a.py\n```"), answer("It printed 1."))
+    assert code == 0 and out == "It printed 1.\n"
+    assert note_in(fake.requests[aids.MAX_NOTES + 2]) == aids.NOTES["unchecked"]  # a fifth note, after progress
+    # a call that failed is no progress: the same script with a write refused ends on the spent budget
+    fake.requests.clear()
+    (workspace / "b.py").write_text("print(2)\n")
+    code, _, err = run_agent(*cut, reply(call("write_file", path="b.py", content="print(3)\n")), answer("Done."))
+    assert code == 6 and "notes for it ran out" in flat(err) and len(fake.requests) == aids.MAX_NOTES + 2
+
+
 def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fake):
     cut = [reply(content=f"Here is the start of part {i}", finish_reason="length") for i in range(aids.MAX_NOTES + 2)]
     code, out, err = run_agent(*cut)
@@ -289,11 +304,35 @@ def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
     assert code == 0 and out == "4\n" and len(fake.requests) == 1
 
 
-def test_an_empty_reply_is_not_an_answer(run_agent, fake, workspace):
+def test_an_empty_reply_is_asked_for_again_with_no_note(run_agent, fake, workspace):
+    # Seen from the 1.5B model: a reply of one token, the end of the turn, right after a result.
     (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
+    code, out, err = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
     assert code == 0 and out == "It says apple.\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["empty"]
+    assert fake.requests[2]["messages"] == fake.requests[1]["messages"]  # the same request, nothing added
+    assert fake.requests[2]["seed"] != fake.requests[1]["seed"]
+    assert "the same request is sent again" in flat(err)
+    # switched off, the empty reply is the answer
+    fake.requests.clear()
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), flags=["--no-aid", "nudge"])
+    assert code == 0 and out == "\n" and len(fake.requests) == 2
+
+
+def test_an_empty_reply_twice_in_a_row_is_not_an_answer(run_agent, fake, workspace):
+    (workspace / "a.txt").write_text("apple\n")
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer(""), answer("It says apple."))
+    assert code == 0 and out == "It says apple.\n"
+    assert note_in(fake.requests[3]) == aids.NOTES["empty"]
+
+
+def test_a_begun_block_closed_at_once_is_asked_for_again(run_agent, fake, workspace):
+    # Seen from the 1.5B model: the ```sh block begun for it, closed with nothing in it.
+    code, out, err = run_agent(reply(call("write_file", path="a.py", content="print(6 * 7)\n")), answer("Done."),
+                               answer("```"), answer("python3 a.py\n```"), answer("It prints 42."))
+    assert code == 0 and out == "It prints 42.\n", err
+    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
+    assert fake.requests[3]["messages"] == fake.requests[2]["messages"]  # begun the same way again
+    assert results(fake.requests[4])[-1].startswith("exit code: 0") and "42" in results(fake.requests[4])[-1]
 
 
 def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, workspace):
@@ -812,15 +851,16 @@ def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(ru
 
 
 def test_an_empty_reply_right_after_a_failed_run_gets_the_fix_begun(run_agent, fake, workspace):
+    # (the first empty reply is asked for again; the second is the silence the note answers)
     (workspace / "lib.py").write_text(LIB)
     (workspace / "x.py").write_text(MAIN)
     code, out, err = run_agent(reply(call("read_file", path="lib.py")), reply(call("run_shell", command="python3 x.py")),
-                               answer(""), answer(FIXED + "```\n"), reply(call("run_shell", command="python3 x.py")),
+                               answer(""), answer(""), answer(FIXED + "```\n"), reply(call("run_shell", command="python3 x.py")),
                                answer("It prints ok."))
-    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
-    assert note_in(fake.requests[3]) == aids.NOTES["empty"]
+    assert fake.requests[4]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
+    assert note_in(fake.requests[4]) == aids.NOTES["empty"]
     assert code == 0 and (workspace / "lib.py").read_text() == FIXED
     # an empty reply after a good call: a note only, nothing begun
     fake.requests.clear()
-    run_agent(reply(call("read_file", path="lib.py")), answer(""), answer("It raises ValueError."))
-    assert fake.requests[2]["messages"][-1]["role"] == "user"
+    run_agent(reply(call("read_file", path="lib.py")), answer(""), answer(""), answer("It raises ValueError."))
+    assert fake.requests[3]["messages"][-1]["role"] == "user"
