@@ -436,7 +436,8 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
 
     An empty reply (nothing of its own after a begun start, either) is asked for again once, with
     no note: a small model sometimes ends its reply on its first token, and the same request with
-    the next seed usually gets a real reply (little-coder's monitor for empty output)."""
+    the next seed got a real reply in 5 of the 9 cases of two dev runs (little-coder, too, watches
+    for empty output)."""
     nudge = "nudge" in run.on
     own = text.removeprefix(run.begun)  # what the model wrote itself
     if nudge and finish_reason != "length" and not own.strip(" \n`") and not run.resampled:
