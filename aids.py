@@ -64,12 +64,17 @@ class Run:
     replies: list = field(default_factory=list)  # the text of every reply that had no call
     notes: list = field(default_factory=list)  # the notes sent to the model
     settled: int = 0  # how many notes had gone out when a call of the model's last worked (see review)
-    resampled: bool = False  # the last reply was empty and is being asked for again (see review)
+    resampled: bool = False  # an empty reply was asked for again since the last call (see review)
     begun: str = ""  # the start this turn's reply was given (see begin)
     before: dict | None = None  # the workspace's files when the run began (see snapshot)
     files: dict | None = None  # the workspace's files after the last call
     edits: list = field(default_factory=list)  # indices in `calls` of the calls that changed a source file
     first: int = 0  # index in `calls` of this turn's first call
+
+    @property
+    def spent(self) -> list:
+        """The notes sent since a call of the model's last worked: what the notes' budget counts."""
+        return self.notes[self.settled:]
 
 
 def note(kind: str, text: str, run: Run) -> None:
@@ -448,8 +453,7 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     run.replies.append(text)
     why = unfinished(text, finish_reason, run) if nudge else None
-    spent = run.notes[run.settled:]
-    if why and len(spent) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
+    if why and len(run.spent) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):
         note("notes_ran_out", f"the reply is taken as the answer only because the notes for it ran out; "
                               f"it is still unfinished ({why.split('.')[0]}): exit 6", run)
         return 6
@@ -468,7 +472,7 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
     call last worked; with `budget` False, those spent still count (the reply is then unfinished,
     but unnoted)."""
     def left(kind, times):
-        return not budget or run.notes[run.settled:].count(kind) < times
+        return not budget or run.spent.count(kind) < times
     tried = [(name, result, arguments) for name, arguments, result in run.calls if result.text not in (SKIPPED,)]
     last = tried[-1][1] if tried else None
     edit = run.edits[-1] if run.edits else None  # of code, by any tool: a data file needs no run
