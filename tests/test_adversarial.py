@@ -606,14 +606,14 @@ def test_host_processes_cannot_be_killed(run_agent, fake, outside_changes):
 # --- the shell: processes and resources ------------------------------------------------------
 
 @needs_bwrap
-@pytest.mark.parametrize("n, command", enumerate([
+@pytest.mark.parametrize("n, command", list(enumerate([
     "sleep {s} &",
     "setsid -f sleep {s}",
     "setsid sleep {s} &",
     "nohup sleep {s} >/dev/null 2>&1 &",
     "(sleep {s} &) &",
     "python3 -c 'import os, subprocess; os.fork() or (os.setsid(), subprocess.Popen([\"sleep\", \"{s}\"]))'",
-]), ids=["background", "setsid-f", "setsid-background", "nohup", "double-fork", "python-daemon"])
+])), ids=["background", "setsid-f", "setsid-background", "nohup", "double-fork", "python-daemon"])
 def test_background_processes_do_not_survive_the_call(run_agent, fake, outside_changes, n, command):
     seconds = f"1234.{os.getpid()}{n}"  # unique, so pgrep finds only this case's process
     [result] = attack(run_agent, fake, shell(command.format(s=seconds) + "\necho started"))
@@ -689,7 +689,7 @@ print("spawned", n)
 
 @needs_bwrap
 @pytest.mark.skipif(not fork_bound_active(), reason="no task limit here (root without a pids cgroup)")
-@pytest.mark.parametrize("n, command", enumerate([SHELL_LOOP, f"python3 -c {shlex.quote(PYTHON_LOOP)}"]),
+@pytest.mark.parametrize("n, command", list(enumerate([SHELL_LOOP, f"python3 -c {shlex.quote(PYTHON_LOOP)}"])),
                          ids=["shell-loop", "python-loop"])
 def test_a_fork_loop_is_bounded_and_leaves_nothing(run_agent, fake, outside_changes, n, command):
     [result] = attack(run_agent, fake, shell(command))

@@ -350,7 +350,7 @@ def test_host_processes_are_invisible_and_unkillable(ws):
 
 # --- processes and resources ----------------------------------------------------------------
 
-@pytest.mark.parametrize("n, command", enumerate([
+@pytest.mark.parametrize("n, command", list(enumerate([
     "sleep {s} &",
     "sleep {s} >/dev/null 2>&1 &",
     "setsid sleep {s} &",
@@ -359,7 +359,7 @@ def test_host_processes_are_invisible_and_unkillable(ws):
     "(sleep {s} &) &",
     "python -c 'import os, subprocess; os.fork() or (os.setsid(), subprocess.Popen([\"sleep\", \"{s}\"], "
     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))'",
-]))
+])))
 def test_background_processes_do_not_survive(ws, n, command):
     seconds = f"300.{os.getpid()}{n}"  # unique, so we can find it in the process table
     r = run(command.format(s=seconds) + "\necho started", ws)
