@@ -10,8 +10,6 @@ Each aid answers one failure seen in small models in general, never one task:
 
     text-calls  a call written as text, or a whole file shown as a code block (recover.py reads them);
                 the prose after it (the streamed reply is stopped once the call is complete)
-    blocks      a call written as a program that calls the tools as Python functions, a plan of calls with
-                placeholders: the system prompt also offers the one-code-block format text-calls reads
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
@@ -27,7 +25,7 @@ decide what the task asks; the task's text is only ever repeated back to the mod
 Left out on purpose: forcing replies through a JSON schema (the 1.5B model filled the schema
 with placeholders), summarising with the model, and any rule that names a task. Measured and
 deleted (README, the ablation): `look` (the workspace's files sent with the task), `by-hand`,
-`unchanged`, `injection` and `repeats`.
+`unchanged`, `injection`, `repeats` and `blocks`.
 """
 
 import hashlib
@@ -46,7 +44,7 @@ from recover import failed_attempt, fence, recover_all
 from tools import TOOLS, Result, Settings, dispatch, inside
 from transcript import printable
 
-NAMES = ("text-calls", "blocks", "nudge", "begin")
+NAMES = ("text-calls", "nudge", "begin")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -83,30 +81,6 @@ def note(kind: str, text: str, run: Run) -> None:
     run.log("note", kind=kind, text=text)
 
 
-# --- blocks: the format small models write best, offered ----------------------------------------
-
-BLOCKS = """
-You may also act without a tool call, by writing one code block and stopping there:
-- to save a file, write its path alone on a line, then its whole new content in a code block;
-- to run a shell command, write it in a ```sh block;
-- to run a Python program, write it in a ```python block with no file name before it.
-You then get the result. read_file, write_file and run_shell are tools, not Python functions: \
-a program reads and writes files with open()."""
-
-
-def blocks(run: Run) -> None:
-    """Before the first reply: the system prompt offers, beside the tool calls, the code-block
-    format that text-calls reads (aider's "whole" format for a file, one ```sh or ```python block
-    for a command, as mini-swe-agent asks for one bash block).
-
-    Failure answered: a small model that cannot write a tool call in its template's format writes
-    a program that calls read_file or write_file as Python functions (NameError), or a list of
-    calls with placeholders for the content (`"content": "<insert code>"`); in a code block under
-    a file's name it writes the same code whole and well."""
-    run.messages[0] = {**run.messages[0], "content": run.messages[0]["content"] + BLOCKS}
-    note("offered", "the system prompt also offers the code-block format (a file under its name, a ```sh block)", run)
-
-
 # --- begin: write the start of the reply for the model ----------------------------------------
 
 def begin(run: Run) -> str:
@@ -130,8 +104,6 @@ def begin(run: Run) -> str:
     run.first, run.begun = len(run.calls), ""
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
-        if "blocks" in run.on:
-            blocks(run)
     just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
     kind = run.notes[-1] if "begin" in run.on and just_noted else None
     if kind == "empty" and run.calls and not run.calls[-1][2].ok:  # silence after a failure: a failure note's case

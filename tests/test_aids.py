@@ -478,19 +478,6 @@ def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, works
     assert "Nothing was done" in note_in(fake.requests[2])
 
 
-# --- blocks: the code-block format, offered --------------------------------------------------------
-
-def test_blocks_offers_the_code_block_format_in_the_system_prompt_and_a_file_block_is_saved(run_agent, fake, workspace):
-    code, _, _ = run_agent(answer("hello.py\n```python\nprint('hi')\n```"), answer("```sh\npython3 hello.py\n```"),
-                           answer("It prints hi."))
-    assert fake.requests[0]["messages"][0]["content"] == prompts.SYSTEM_PROMPT + aids.BLOCKS
-    assert code == 0 and (workspace / "hello.py").read_text() == "print('hi')\n"
-    assert results(fake.requests[2])[-1].startswith("exit code: 0") and "hi" in results(fake.requests[2])[-1]
-    fake.requests.clear()
-    run_agent(answer("Done."), flags=["--no-aid", "blocks"])
-    assert fake.requests[0]["messages"][0]["content"] == prompts.SYSTEM_PROMPT
-
-
 # --- begin: the reply begun as the file to fix -------------------------------------------------------
 
 LIB = "def f():\n    raise ValueError('bad value')\n"
