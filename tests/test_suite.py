@@ -240,8 +240,7 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
              "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
-             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
-             "blocks": [{"event": "note", "kind": "offered", "text": "the system prompt also offers the code-block format"}]}
+             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
     assert set(shows) == set(aids.NAMES)
     for aid, extra in shows.items():
         transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
@@ -257,8 +256,7 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
                    reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),
                    *[answer("I do not know.")] * 5]  # csv-total: nudge's notes, until they run out (exit 6)
     out, both = tmp_path / "out", ["--only", "fizzbuzz", "--only", "csv-total"]
-    unlooked = ["--agent-flag=--no-aid", "--agent-flag=blocks"]  # (blocks acts in every run: here in none)
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, *unlooked, "--label", "all", "--out", str(out)],
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--label", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge"}
@@ -272,14 +270,14 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     assert sorted(p.name for p in (out / "no-nudge").iterdir()) == ["ablation.json", "csv-total"]
     result = json.loads((out / "no-nudge" / "csv-total" / "result.json").read_text())
     assert result["agent_flags"] == ["--no-aid", "nudge"] and result["exit"] == 0 and not result["solved"]
-    assert json.loads((out / "no-blocks" / "ablation.json").read_text()) == {"like": "all", "aid": "blocks", "acted": []}
+    assert json.loads((out / "no-text-calls" / "ablation.json").read_text()) == {"like": "all", "aid": "text-calls", "acted": []}
     rows = subprocess.run([*SUITE, "--report", str(out)], capture_output=True, text=True, timeout=60).stdout.splitlines()
     dev, holdout = (len(json.loads((suite.TASKS / "split.json").read_text())[s]) for s in ("dev", "holdout"))
     table = " ".join(rows)
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
     assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
     assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
-    assert f"| no-blocks | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-text-calls | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
 
 
 def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
