@@ -463,7 +463,7 @@ def unfinished(text: str, finish_reason: str | None, run: Run, budget: bool = Tr
         return "code"
     if last and not last.ok and not absent(*tried[-1][::2], run) and left("failed", 2):
         return "failed"
-    if (name := missing(text, run)) and left("missing", 1):
+    if missing(text, run) and left("missing", 1):
         return "missing"
     if CLAIMS.search(text) and left("claimed", 2) and unchanged(run):
         return "claimed"
