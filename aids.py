@@ -13,10 +13,6 @@ Each aid answers one failure seen in small models in general, never one task:
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
-    begin       after a note about a failure, a reply in prose again instead of the fix: the reply
-                is begun as the file to fix (its name and a code fence) for the model to continue;
-                after a note that a change was never run, prose that claims the run, or the same
-                reply again after a note: begun as ```sh
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -25,7 +21,7 @@ decide what the task asks; the task's text is only ever repeated back to the mod
 Left out on purpose: forcing replies through a JSON schema (the 1.5B model filled the schema
 with placeholders), summarising with the model, and any rule that names a task. Measured and
 deleted (README, the ablation): `look` (the workspace's files sent with the task), `by-hand`,
-`unchanged`, `injection`, `repeats` and `blocks`.
+`unchanged`, `injection`, `repeats`, `blocks` and `begin`.
 """
 
 import hashlib
@@ -41,10 +37,10 @@ from rich.console import Console
 from rich.text import Text
 
 from recover import failed_attempt, fence, recover_all
-from tools import TOOLS, Result, Settings, dispatch, inside
+from tools import TOOLS, Result, Settings, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "begin")
+NAMES = ("text-calls", "nudge")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -81,125 +77,16 @@ def note(kind: str, text: str, run: Run) -> None:
     run.log("note", kind=kind, text=text)
 
 
-# --- begin: write the start of the reply for the model ----------------------------------------
+# --- before each model call ---------------------------------------------------------------------
 
 def begin(run: Run) -> str:
-    """Called before each model call; returns the start of the reply for the model to continue
-    ("" for none), which llama-server supports as a final assistant message (prefill).
-
-    Failure answered: after a note that its last command failed, or that the change it claims was
-    never made (or after an empty reply right after a failed call: small models fall silent
-    there, reply after reply), a small model explains in prose what it would change, again and again, instead of
-    changing it. Begun as the action, it acts: as a file block (the file's name and an open code
-    fence) it writes the file, and small models write code far better in a code block than inside
-    a JSON string; the file is chosen from the run (`to_fix`). When the failure was a program
-    written in a reply (no file to fix), the reply is begun as a new program, an open ```python
-    fence that text-calls runs. A file to fix that the model never read (named by the failed
-    command, or by its claim) is read for it first and shown after the note: small models "fix"
-    files unseen. A file the failed command runs that no one wrote is begun as a new file.
-
-    Failure answered too: after the note that a change was never run, a small model says in prose
-    that it ran it and it worked (it never did). Begun as an open ```sh block, it writes the run.
-    So is the reply after any note that got the same reply twice (`repeated`)."""
+    """Called before each model call: marks where this turn's calls start, and on the first turn
+    takes the workspace's snapshot (what `nudge` compares a change with). Returns "": no aid
+    begins the reply for the model any more (the `begin` aid was measured and deleted)."""
     run.first, run.begun = len(run.calls), ""
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
-    just_noted = run.notes and run.messages[-1]["role"] == "user"  # the reply right after a note
-    kind = run.notes[-1] if "begin" in run.on and just_noted else None
-    if kind == "empty" and run.calls and not run.calls[-1][2].ok:  # silence after a failure: a failure note's case
-        kind = "failed"
-    if kind in ("failed", "claimed") and not to_fix(run) and (unread := named(run)):
-        arguments, settled = json.dumps({"path": unread}), run.settled
-        shown = after("read_file", arguments, dispatch("read_file", arguments, run.settings), run)  # now seen
-        run.settled = settled  # (a read made for the model is no progress of its own)
-        run.first = len(run.calls)  # (not a call of the reply to come: see blind)
-        if shown.ok:
-            run.messages[-1] = {**run.messages[-1], "content": run.messages[-1]["content"] + READ_FOR_YOU.format(
-                path=unread, text=shown.text)}
-            note("read_for_you", f"{unread} is read for the model and shown after the note", run)
-    if kind in ("failed", "claimed") and (path := to_fix(run)):
-        run.begun = f"{path}\n```{fence(path)}\n"
-        note("begun", f"the reply is begun for the model: {path} and an open code fence, which it continues", run)
-    elif kind == "failed" and (path := unwritten(run)):
-        run.begun = f"{path}\n```{fence(path)}\n"
-        note("begun", f"the reply is begun for the model: {path}, which the failed command runs and no one wrote", run)
-    elif kind == "failed" and rewritten(run) or kind == "unchecked" or kind and repeated(run):
-        language = "python" if kind == "failed" and rewritten(run) else "sh"  # the program again, or a command
-        run.begun = f"```{language}\n"
-        note("begun", f"the reply is begun for the model as a new {language} block, which it continues", run)
     return run.begun
-
-
-def repeated(run: Run) -> bool:
-    """Was the reply before the last note the same, word for word, as the one before the note
-    ahead of it? A small model answers a note with the reply it was noted for, again and again
-    (OpenHands' StuckDetector calls it a loop); the same note would get the same reply."""
-    last = run.messages[-4:]
-    return (len(run.messages) >= 6 and [m["role"] for m in last] == ["assistant", "user"] * 2
-            and not last[0].get("tool_calls") and not last[2].get("tool_calls") and last[0].get("content") == last[2].get("content"))
-
-
-READ_FOR_YOU = "\n\nHere is {path}, which you have not read yet:\n{text}"
-FRAME = re.compile(r'File "([^"]+)", line \d+')  # a Python traceback's frame
-WORD = re.compile(r"[\w./-]+")  # a word of a command that may be a path
-
-
-def failed_command(run: Run) -> tuple[str, str]:
-    """The last run_shell call that failed: (its command, its result's text), or ("", "")."""
-    return next(((str(parsed(arguments).get("command", "")), result.text) for name, arguments, result
-                 in reversed(run.calls) if name == "run_shell" and not result.ok), ("", ""))
-
-
-def named(run: Run) -> str | None:
-    """A source file of the workspace the model has not read: the innermost one in the last failed
-    command's traceback, else one that command names, else one the model's last reply names (the
-    file it says it changed); or None."""
-    command, output = failed_command(run)
-    frames = FRAME.findall(output)[::-1]
-    for word in (*frames, *WORD.findall(command + "\n" + (run.replies[-1] if run.replies else ""))):
-        with suppress(Exception):
-            target = inside(word, run.settings)
-            if fence(target.name) and target.is_file() and target not in run.settings.seen:
-                return str(target.relative_to(run.settings.workspace.resolve()))
-    return None
-
-
-def unwritten(run: Run) -> str | None:
-    """A source file the last failed command runs that is not in the workspace (`python app.py`
-    before app.py was written), or None: small models then say it has to be created, again and
-    again, instead of creating it."""
-    for word in WORD.findall(failed_command(run)[0]):
-        with suppress(Exception):
-            if fence(word) and not inside(word, run.settings).exists():
-                return word
-    return None
-
-
-def rewritten(run: Run) -> bool:
-    """Did the last failed command run a program from a reply (text-calls runs a ```python block
-    as python3 - <<...)? It has no file to begin: a new program is begun instead."""
-    return failed_command(run)[0].startswith("python3 - <<")
-
-
-def to_fix(run: Run) -> str | None:
-    """The source file the run points at after a failure, or None: the innermost file of the
-    workspace in the last failed command's traceback, else the file written last, else the file
-    read last, else a file the failed command names; not a test file (tests are what checks the
-    fix), and only one the model has seen whole in this run, so writing it loses nothing unseen."""
-    failed = next((result.text for _, _, result in reversed(run.calls) if not result.ok), "")
-    frames = FRAME.findall(failed)[::-1]  # innermost first
-    touched = [parsed(arguments).get("path", "") for name, arguments, result in reversed(run.calls)
-               if name in ("write_file", "read_file") and result.ok]
-    ran = WORD.findall(failed_command(run)[0])
-    for path in (*frames, *touched, *ran):
-        try:
-            target = inside(path, run.settings)
-        except Exception:  # outside the workspace: a library's frame, not the model's file
-            continue
-        name = target.name
-        if fence(name) and target in run.settings.seen and not re.match(r"test_|.*_test\.\w+$", name):
-            return str(target.relative_to(run.settings.workspace.resolve()))
-    return None
 
 
 # --- text-calls: calls written as text ----------------------------------------------------------
