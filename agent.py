@@ -68,13 +68,13 @@ class Stop(Exception):
 
 def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NAMES),
         log=lambda event, **data: None) -> tuple[int, str]:
-    """The agent loop. `ask(messages, begun)` is one model call; `on` names the aids switched on.
+    """The agent loop. `ask(messages, enough)` is one model call; `on` names the aids switched on.
     Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
     state = aids.Run(task, settings, messages, frozenset(on), log)  # what the aids see of the run
     for turn in range(1, max_turns + 1):
-        # aids: begin the reply for the model; stop it once a call written as text is complete
-        choice = ask(messages, aids.begin(state), lambda text: aids.complete(text, state)).choices[0]
+        aids.turn(state)  # aids: a turn begins
+        choice = ask(messages, lambda text: aids.complete(text, state)).choices[0]  # aid: stop after a call in text
         message, text = choice.message, choice.message.content or ""
         calls = [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
         calls = calls or aids.recover(text, state)  # aid: calls written as text
@@ -196,17 +196,16 @@ def assemble(stream, screen) -> ChatCompletion:
 
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
            log=lambda event, **data: None, show_request: bool = False):
-    """ask(messages, begun, enough) for `run`: build the request, send it, account for it and show it.
+    """ask(messages, enough) for `run`: build the request, send it, account for it and show it.
 
     A parser error gets one corrective note and one retry; an overflow compacts the history and
-    retries. `begun` is the start of the reply (aids.begin), sent as a last assistant message
-    that llama-server continues; `enough(text)` says how much of a streaming reply to keep once
-    it holds a complete call, else None (aids.complete). `send(request, screen)` is the live endpoint, or a transcript (--replay).
-    """
-    def ask(messages: list, begun: str = "", enough=lambda text: None):
+    retries. `enough(text)` says how much of a streaming reply to keep once it holds a complete
+    call, else None (aids.complete). `send(request, screen)` is the live endpoint, or a
+    transcript (--replay)."""
+    def ask(messages: list, enough=lambda text: None):
         retried = False
         while True:
-            request = dict(model=model, messages=messages + ([{"role": "assistant", "content": begun}] if begun else []),
+            request = dict(model=model, messages=messages,
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                            max_completion_tokens=MAX_REPLY_TOKENS, **SAMPLING, seed=totals["turns"] + 1,
                            stream=True, stream_options={"include_usage": True}, timings_per_token=True)
@@ -215,7 +214,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 show_json("request", request)
             started = time.monotonic()
             try:
-                with Streamed(begun, enough) as screen:  # each piece shown as it arrives
+                with Streamed(enough) as screen:  # each piece shown as it arrives
                     response = send(request, screen)
             except ParserError as error:
                 if retried:
@@ -236,7 +235,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             if show_request:
                 show_json("response", body)
             if not screen.kind:  # nothing was streamed (a replay)
-                show_reply(response.choices[0].message, begun)
+                show_reply(response.choices[0].message)
             if body.get("stopped_after_call"):
                 note("stopped", "the reply's call was complete, so generation stopped there", log)  # (or it began to imagine the result)
             show_usage(totals["turns"], max_turns, body, seconds, n_ctx)

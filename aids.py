@@ -1,7 +1,7 @@
 """The small-model aids: general answers to the ways small local models fail as agents.
 
 The loop in agent.py is the article's loop plus the lesson's rules. It asks this module at six
-places, each named in the loop: `begin` (before the model is called), `complete` (while a reply
+places, each named in the loop: `turn` (before the model is called), `complete` (while a reply
 streams: has it written its call yet?), `recover` (a reply with no structured call), `review` (a
 reply that would end the run), and `instead` and `after` (around each tool call). With no aid
 switched on (`--plain`) each of them does nothing, and the loop is the article's.
@@ -59,7 +59,6 @@ class Run:
     notes: list = field(default_factory=list)  # the notes sent to the model
     settled: int = 0  # how many notes had gone out when a call of the model's last worked (see review)
     resampled: bool = False  # an empty reply was asked for again since the last call (see review)
-    begun: str = ""  # the start this turn's reply was given (see begin)
     before: dict | None = None  # the workspace's files when the run began (see snapshot)
     files: dict | None = None  # the workspace's files after the last call
     edits: list = field(default_factory=list)  # indices in `calls` of the calls that changed a source file
@@ -79,14 +78,12 @@ def note(kind: str, text: str, run: Run) -> None:
 
 # --- before each model call ---------------------------------------------------------------------
 
-def begin(run: Run) -> str:
-    """Called before each model call: marks where this turn's calls start, and on the first turn
-    takes the workspace's snapshot (what `nudge` compares a change with). Returns "": no aid
-    begins the reply for the model any more (the `begin` aid was measured and deleted)."""
-    run.first, run.begun = len(run.calls), ""
+def turn(run: Run) -> None:
+    """Called before each model call: marks where this turn's calls start (see blind), and on
+    the first turn takes the workspace's snapshot (what nudge compares a change with)."""
+    run.first = len(run.calls)
     if run.before is None:  # the first turn
         run.before = snapshot(run.settings)
-    return run.begun
 
 
 # --- text-calls: calls written as text ----------------------------------------------------------
@@ -125,8 +122,7 @@ def first_steps(calls: list) -> list:
 
 
 def written(text: str, run: Run) -> tuple[list, list]:
-    """recover.recover_all on a reply (with its begun start), knowing what the run has seen."""
-    text = run.begun + text if run.begun and not text.startswith(run.begun) else text
+    """recover.recover_all on a reply, knowing what the run has seen."""
     workspace = run.settings.workspace.resolve()
     known = [str(path.relative_to(workspace)) for path in run.settings.seen if path.suffix == ".py"]
     return recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings), ran_unchanged(run), known)
@@ -298,18 +294,15 @@ def review(text: str, finish_reason: str | None, run: Run) -> int | str:
     run ended half of the failing runs right after such progress. When the notes for an
     unfinished reply have run out, the reply is taken, and the exit code (6) says so.
 
-    An empty reply (nothing of its own after a begun start, either) is asked for again once, with
-    no note: a small model sometimes ends its reply on its first token, and the same request with
-    the next seed got a real reply in 5 of the 9 cases of two dev runs (little-coder, too, watches
-    for empty output)."""
+    An empty reply (or only backticks) is asked for again once, with no note: a small model
+    sometimes ends its reply on its first token, and the same request with the next seed got a
+    real reply in 5 of the 9 cases of two dev runs (little-coder, too, watches for empty output)."""
     nudge = "nudge" in run.on
-    own = text.removeprefix(run.begun)  # what the model wrote itself
-    if nudge and finish_reason != "length" and not own.strip(" \n`") and not run.resampled:
+    if nudge and finish_reason != "length" and not text.strip(" \n`") and not run.resampled:
         run.resampled = True
         run.messages.pop()  # the empty reply is taken back: the same request goes again
         note("resampled", "the reply was empty: the same request is sent again, with no note", run)
         return ""
-    text = run.begun + text if run.begun and not text.startswith(run.begun) else text
     run.replies.append(text)
     why = unfinished(text, finish_reason, run) if nudge else None
     if why and len(run.spent) >= MAX_NOTES or nudge and not why and (why := unfinished(text, finish_reason, run, False)):

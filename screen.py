@@ -37,10 +37,10 @@ def show_json(title: str, body: dict) -> None:
     console.print(JSONHighlighter()(Text(printable(json.dumps(body, indent=2, ensure_ascii=False)))))
 
 
-def show_reply(message, begun: str = "") -> None:
+def show_reply(message) -> None:
     if reasoning := getattr(message, "reasoning_content", None):
         console.print(Text(printable(reasoning.strip()), style="dim italic"))
-    if (text := begun + (message.content or "")).strip():
+    if (text := message.content or "").strip():
         console.print(Text(printable(text.strip()), style="bold"))
 
 
@@ -50,8 +50,8 @@ class Streamed:
     the content so far to keep when that is enough (a complete call: the reply is stopped
     there), else None."""
 
-    def __init__(self, begun: str = "", enough=lambda text: None):
-        self.begun, self.enough, self.text, self.kind = begun, enough, "", None
+    def __init__(self, enough=lambda text: None):
+        self.enough, self.text, self.kind = enough, "", None
         self.spinner = console.status("waiting for the model") if console.is_terminal else None
 
     def __enter__(self):
@@ -71,8 +71,6 @@ class Streamed:
                 console.print()
             elif self.spinner:
                 self.spinner.stop()
-            if kind == "content" and self.begun:
-                console.print(Text(printable(self.begun), style="bold"), end="")
             self.kind = kind
         console.print(Text(printable(piece), style="bold" if kind == "content" else "dim italic"), end="")
         if kind != "content":

@@ -210,8 +210,8 @@ def acted(transcript: Path) -> set[str]:
     Not seen: a reply text-calls cut at `<tool_response>` with no call in it, since the core's
     "stopped" note is the same for a native call (none in the runs the README reports)."""
     found = set()
-    kinds = {"recovered": "text-calls", "begun": "begin", "read_for_you": "begin", "trimmed": "text-calls",
-             "notes_ran_out": "nudge", "nudge": "nudge"}
+    kinds = {"recovered": "text-calls", "trimmed": "text-calls", "notes_ran_out": "nudge", "nudge": "nudge",
+             "resampled": "nudge"}
     try:
         lines = transcript.read_text().splitlines()
     except OSError:

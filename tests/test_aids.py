@@ -24,14 +24,10 @@ KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|t
         '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
 
 
-
-
 def note_in(request: dict) -> str:
-    """The note that ends this request (before a reply begun for the model, if there is one),
-    after the task restated at its start (aids.AGAIN)."""
-    messages = request["messages"]
-    message = messages[-1 - (messages[-1]["role"] == "assistant")]
-    again = aids.AGAIN.format(task=messages[1]["content"])
+    """The note that ends this request, after the task restated at its start (aids.AGAIN)."""
+    message = request["messages"][-1]
+    again = aids.AGAIN.format(task=request["messages"][1]["content"])
     assert message["role"] == "user" and message["content"].startswith(again), message
     return message["content"][len(again):]
 
@@ -62,7 +58,7 @@ def test_without_plain_the_same_call_is_run(run_agent, fake, workspace):
     assert (workspace / "x").exists() and len(fake.requests) == 2
 
 
-def test_plain_sends_no_note_and_begins_no_reply(run_agent, fake, workspace):
+def test_plain_sends_no_note(run_agent, fake, workspace):
     # a failed run, then an answer: with the aids, a note; plain, the answer ends the run
     code, out, _ = run_agent(reply(call("run_shell", command="exit 3")), answer("It failed."), flags=["--plain"])
     assert code == 0 and out == "It failed.\n" and len(fake.requests) == 2
@@ -275,7 +271,7 @@ def test_the_notes_budget_starts_again_after_a_call_that_worked(run_agent, fake,
     # such runs with exit 6 right after their progress.
     cut = [reply(content=f"Here is the start of part {i}", finish_reason="length") for i in range(aids.MAX_NOTES)]
     code, out, _ = run_agent(*cut, reply(call("write_file", path="a.py", content="print(1)\n")), answer("Done."),
-                             answer("python3 a.py\n```"), answer("It printed 1."))
+                             answer("```sh\npython3 a.py\n```"), answer("It printed 1."))
     assert code == 0 and out == "It printed 1.\n"
     assert note_in(fake.requests[aids.MAX_NOTES + 2]) == aids.NOTES["unchecked"]  # a fifth note, after progress
     # a call that failed is no progress: the same script with a write refused ends on the spent budget
@@ -318,21 +314,18 @@ def test_an_empty_reply_is_asked_for_again_with_no_note(run_agent, fake, workspa
     assert code == 0 and out == "\n" and len(fake.requests) == 2
 
 
+def test_a_reply_of_only_a_fence_is_empty_too(run_agent, fake, workspace):
+    (workspace / "a.txt").write_text("apple\n")
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer("```\n```"), answer("It says apple."))
+    assert code == 0 and out == "It says apple.\n"
+    assert fake.requests[2]["messages"] == fake.requests[1]["messages"]  # asked again, nothing added
+
+
 def test_an_empty_reply_twice_in_a_row_is_not_an_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("apple\n")
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer(""), answer("It says apple."))
     assert code == 0 and out == "It says apple.\n"
     assert note_in(fake.requests[3]) == aids.NOTES["empty"]
-
-
-def test_a_begun_block_closed_at_once_is_asked_for_again(run_agent, fake, workspace):
-    # Seen from the 1.5B model: the ```sh block begun for it, closed with nothing in it.
-    code, out, err = run_agent(reply(call("write_file", path="a.py", content="print(6 * 7)\n")), answer("Done."),
-                               answer("```"), answer("python3 a.py\n```"), answer("It prints 42."))
-    assert code == 0 and out == "It prints 42.\n", err
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
-    assert fake.requests[3]["messages"] == fake.requests[2]["messages"]  # begun the same way again
-    assert results(fake.requests[4])[-1].startswith("exit code: 0") and "42" in results(fake.requests[4])[-1]
 
 
 def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, workspace):
@@ -352,29 +345,17 @@ def test_a_call_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspa
 
 def test_an_answer_after_an_untested_write_gets_one_note(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                             answer("done"), answer("done"), flags=["--no-aid", "begin"])
+                             answer("done"), answer("done"))
     assert code == 6 and out == "done\n" and len(fake.requests) == 3  # still untested, the one note spent
     assert fake.requests[2]["messages"][-2] == {"role": "assistant", "content": "done"}
     assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
-
-
-def test_after_the_untested_note_the_reply_is_begun_as_a_command(run_agent, fake, workspace):
-    # The 1.5B model answers the note with "I ran it and it printed ..." and never runs it.
-    code, out, err = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                               answer("I ran a.py and it printed 1."), answer("python3 a.py\n```"),
-                               answer("It printed 1."))
-    assert code == 0 and out == "It printed 1.\n", err
-    assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
-    assert results(fake.requests[3])[-1].startswith("exit code: 0") and "1" in results(fake.requests[3])[-1]
 
 
 def test_a_change_made_by_a_command_and_never_run_gets_the_untested_note(run_agent, fake, workspace):
     # The 1.5B model renames with sed or mv, then says the program "ran without any issues".
     (workspace / "a.py").write_text("print(1)\n")
     code, out, _ = run_agent(reply(call("run_shell", command="sed -i s/1/2/ a.py")), answer("It prints 2."),
-                             reply(call("run_shell", command="python3 a.py")), answer("It prints 2."),
-                             flags=["--no-aid", "begin"])
+                             reply(call("run_shell", command="python3 a.py")), answer("It prints 2."))
     assert code == 0 and out == "It prints 2.\n" and len(fake.requests) == 4
     assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
 
@@ -384,23 +365,6 @@ def test_a_write_that_changed_nothing_needs_no_run(run_agent, fake, workspace):
     code, out, _ = run_agent(reply(call("read_file", path="a.py")),
                              reply(call("write_file", path="a.py", content="print(1)\n")), answer("done"))
     assert code == 0 and out == "done\n" and len(fake.requests) == 3
-
-
-def test_the_same_reply_after_a_note_gets_the_next_reply_begun_as_a_command(run_agent, fake, workspace):
-    # Seen from the 1.5B model: the same snippet, reply after reply, whatever the note says.
-    (workspace / "a.txt").write_text("apple\n")
-    snippet = "```\nobj['content']\n```"
-    code, out, err = run_agent(reply(call("read_file", path="a.txt")), answer(snippet), answer(snippet),
-                               answer("cat a.txt\n```"), answer("It says apple."))
-    assert code == 0 and out == "It says apple.\n", err
-    assert [note_in(fake.requests[i]) for i in (2, 3)] == [aids.NOTES["code"]] * 2
-    assert fake.requests[2]["messages"][-1]["role"] == "user"  # once is no loop
-    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "```sh\n"}
-    assert results(fake.requests[4])[-1].startswith("exit code: 0") and "apple" in results(fake.requests[4])[-1]
-    fake.requests.clear()
-    run_agent(reply(call("read_file", path="a.txt")), answer(snippet), answer(snippet), answer(snippet),
-              flags=["--no-aid", "begin"])
-    assert fake.requests[3]["messages"][-1]["role"] == "user"
 
 
 def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, workspace):
@@ -476,99 +440,6 @@ def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, works
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."))
     assert code == 0 and out == "It holds a.\n"
     assert "Nothing was done" in note_in(fake.requests[2])
-
-
-# --- begin: the reply begun as the file to fix -------------------------------------------------------
-
-LIB = "def f():\n    raise ValueError('bad value')\n"
-MAIN = "import lib\nlib.f()\nprint('ok')\n"
-FIXED = "def f():\n    return 2\n"
-
-
-def begun_script(then):
-    """Read lib.py, run x.py (lib.f raises inside lib.py), answer in prose; then `then`."""
-    return [reply(call("read_file", path="lib.py")), reply(call("run_shell", command="python3 x.py")),
-            answer("The function raises an error. I will fix it."), *then]
-
-
-def test_after_a_failed_run_the_reply_is_begun_as_the_file_in_the_traceback(run_agent, fake, workspace):
-    (workspace / "lib.py").write_text(LIB)
-    (workspace / "x.py").write_text(MAIN)
-    rest = FIXED + "```\n"
-    code, out, err = run_agent(*begun_script([answer(rest), reply(call("run_shell", command="python3 x.py")),
-                                              answer("It prints ok.")]))
-    assert code == 0 and out == "It prints ok.\n", err
-    assert "File \"" in results(fake.requests[2])[-1] and "lib.py" in results(fake.requests[2])[-1]
-    begun = fake.requests[3]
-    assert begun["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
-    assert note_in(begun) == aids.NOTES["failed"]
-    assert "the reply is begun for the model: lib.py" in flat(err)
-    assert (workspace / "lib.py").read_text() == FIXED  # written whole, from the begun text and the rest
-    written = fake.requests[4]["messages"][-2]  # the begun reply became a structured write in the history
-    assert written["content"] == "" and json.loads(written["tool_calls"][0]["function"]["arguments"]) == {
-        "path": "lib.py", "content": FIXED}
-    assert fake.requests[4]["messages"][-1]["content"] == f"wrote {len(FIXED)} bytes (2 lines) to lib.py"
-
-
-def test_the_reply_is_begun_once_for_the_reply_after_the_note(run_agent, fake, workspace):
-    (workspace / "lib.py").write_text(LIB)
-    (workspace / "x.py").write_text(MAIN)
-    run_agent(*begun_script([answer(FIXED + "```\n"), reply(call("run_shell", command="python3 x.py")),
-                             answer("It prints ok.")]))
-    assert fake.requests[3]["messages"][-1]["role"] == "assistant"
-    assert [r["messages"][-1]["role"] for r in fake.requests[4:]] == ["tool", "tool"]  # begun once
-
-
-def test_after_a_failed_program_from_a_reply_a_new_program_is_begun(run_agent, fake, workspace):
-    # No file to fix: the program lived in the reply. Prose again would be the same prose.
-    code, out, err = run_agent(answer("```python\nimport sys\nsys.exit('no data')\n```"),
-                               answer("The file has no data, so it cannot be done."),
-                               answer("print(len('abc'))\n```"), answer("The answer is 3."))
-    assert code == 0 and out == "The answer is 3.\n", err
-    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "```python\n"}
-    assert results(fake.requests[3])[-1].startswith("exit code: 0") and "3" in results(fake.requests[3])[-1]
-
-
-def test_a_test_file_is_never_the_file_begun(run_agent, fake, workspace):
-    (workspace / "lib.py").write_text("def f():\n    return 1\n")
-    (workspace / "test_lib.py").write_text("import lib\nassert lib.f() == 2, 'f is wrong'\n")
-    code, _, _ = run_agent(reply(call("read_file", path="lib.py")), reply(call("read_file", path="test_lib.py")),
-                           reply(call("run_shell", command="python3 test_lib.py")), answer("The test fails."),
-                           answer(FIXED + "```\n"), answer("ok"))
-    assert "test_lib.py" in results(fake.requests[3])[-1]  # the innermost frame is the test
-    assert fake.requests[4]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
-    assert (workspace / "test_lib.py").read_text().startswith("import lib")
-
-
-def test_a_program_run_before_it_was_written_is_begun_as_a_new_file(run_agent, fake, workspace):
-    code, out, _ = run_agent(reply(call("run_shell", command="python3 convert.py 100 C")),
-                             answer("convert.py does not exist: it has to be created first."),
-                             answer("print('212.0 F')\n```\n"),
-                             reply(call("run_shell", command="python3 convert.py 100 C")), answer("It prints 212.0 F."))
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "convert.py\n```python\n"}
-    assert (workspace / "convert.py").read_text() == "print('212.0 F')\n"
-    assert code == 0 and out == "It prints 212.0 F.\n"
-
-
-def test_a_file_the_model_has_not_read_is_read_for_it_before_it_is_begun(run_agent, fake, workspace):
-    # begun unseen, the model would write over code it never saw: the traceback's file is read for it first
-    (workspace / "lib.py").write_text(LIB)
-    (workspace / "x.py").write_text(MAIN)
-    run_agent(reply(call("run_shell", command="python3 x.py")), answer("It fails."), answer(FIXED + "```\n"),
-              reply(call("run_shell", command="python3 x.py")), answer("It prints ok."))
-    assert note_in(fake.requests[2]) == aids.NOTES["failed"] + aids.READ_FOR_YOU.format(path="lib.py", text=LIB)
-    assert fake.requests[2]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
-    assert (workspace / "lib.py").read_text() == FIXED
-
-
-def test_without_begin_no_reply_is_begun(run_agent, fake, workspace):
-    (workspace / "lib.py").write_text(LIB)
-    (workspace / "x.py").write_text(MAIN)
-    run_agent(*begun_script([answer("Still thinking."), answer("Done thinking.")]), flags=["--no-aid", "begin"])
-    assert note_in(fake.requests[3]) == aids.NOTES["failed"]  # the note is still sent
-    assert all(r["messages"][-1]["role"] != "assistant" for r in fake.requests)
-    assert (workspace / "lib.py").read_text() == LIB
 
 
 # --- the core's own help: parser errors, overflow, reasoning, the start-up check -----------------------
@@ -655,15 +526,15 @@ def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_a
 
 # --- nudge: a change claimed that was never made ------------------------------------------------
 
-def test_a_change_claimed_when_no_file_changed_gets_a_note_and_the_file_is_begun(run_agent, fake, workspace):
+def test_a_change_claimed_when_no_file_changed_gets_a_note(run_agent, fake, workspace):
     (workspace / "todo.py").write_text("print('todo')\n")
     code, out, _ = run_agent(reply(call("read_file", path="todo.py")), reply(call("run_shell", command="true")),
                              answer("I've updated todo.py to take --limit."),
-                             answer("print('todo', 2)\n```\n"), reply(call("run_shell", command="python3 todo.py")),
+                             answer("todo.py\n```python\nprint('todo', 2)\n```\n"),
+                             reply(call("run_shell", command="python3 todo.py")),
                              answer("It prints todo 2."))
     assert code == 0 and out == "It prints todo 2.\n"
     assert note_in(fake.requests[3]) == aids.NOTES["claimed"]
-    assert fake.requests[3]["messages"][-1] == {"role": "assistant", "content": "todo.py\n```python\n"}
     assert (workspace / "todo.py").read_text() == "print('todo', 2)\n"
 
 
@@ -720,17 +591,17 @@ def test_what_counts_as_a_claimed_change(text, claims):
 
 
 def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
-    # a note can carry words of the model's reply (the begun file's name); they are escaped like all printed text
+    # a note can carry words of the model's reply (a file name it claims); they are escaped like all printed text
     import io
     from rich.console import Console
     screen = io.StringIO()
     monkeypatch.setattr(aids, "console", Console(file=screen, force_terminal=True, width=200))
     logged = []
     run = aids.Run("task", None, [], frozenset(aids.NAMES), lambda event, **data: logged.append(data))
-    aids.note("begun", "began the reply as evil\x1b[2J\u202e.py", run)
+    aids.note("nudge", "evil\x1b[2J\u202e.py is not there", run)
     assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
     assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()
-    assert logged == [{"kind": "begun", "text": "began the reply as evil\x1b[2J\u202e.py"}]  # the transcript keeps it as it was
+    assert logged == [{"kind": "nudge", "text": "evil\x1b[2J\u202e.py is not there"}]  # the transcript keeps it as it was
 
 
 def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, workspace):
@@ -741,25 +612,6 @@ def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, wo
                            answer("I have changed them, really."))
     assert note_in(fake.requests[2]) == aids.NOTES["claimed"]
     assert code == 6  # nothing changed, and the notes for a claimed change ran out
-
-
-def test_a_script_the_failed_command_ran_unread_is_read_for_the_model_then_begun(run_agent, fake, workspace):
-    (workspace / "greet.py").write_text("import sys\nprint('hello', sys.argv[1:])\nsys.exit(2)\n")
-    fixed = "print('HELLO')\n"
-    code, out, err = run_agent(reply(call("run_shell", command="python3 greet.py --shout")),
-                               answer("I added the --shout option to greet.py."), answer(fixed + "```\n"),
-                               reply(call("run_shell", command="python3 greet.py --shout")), answer("It shouts."))
-    assert code == 0 and out == "It shouts.\n", err
-    sent = fake.requests[2]["messages"]
-    assert sent[-1] == {"role": "assistant", "content": "greet.py\n```python\n"}
-    shown = aids.READ_FOR_YOU.format(path="greet.py", text="import sys\nprint('hello', sys.argv[1:])\nsys.exit(2)\n")
-    assert sent[-2]["content"].endswith(shown)
-    assert (workspace / "greet.py").read_text() == fixed  # written: the file was seen, so not refused as blind
-    fake.requests.clear()
-    (workspace / "greet.py").write_text("import sys\nsys.exit(2)\n")
-    run_agent(reply(call("run_shell", command="python3 greet.py")), answer("It fails."), answer("It fails."),
-              flags=["--no-aid", "begin"])
-    assert "which you have not read yet" not in json.dumps(fake.requests)
 
 
 def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent, fake, workspace):
@@ -836,18 +688,3 @@ def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(ru
     assert results(fake.requests[1]) == ["wrote 9 bytes (1 lines) to a.py", "exit code: 0\n--- stdout ---\n2\n"]
     assert (workspace / "greet.py").exists()
 
-
-def test_an_empty_reply_right_after_a_failed_run_gets_the_fix_begun(run_agent, fake, workspace):
-    # (the first empty reply is asked for again; the second is the silence the note answers)
-    (workspace / "lib.py").write_text(LIB)
-    (workspace / "x.py").write_text(MAIN)
-    code, out, err = run_agent(reply(call("read_file", path="lib.py")), reply(call("run_shell", command="python3 x.py")),
-                               answer(""), answer(""), answer(FIXED + "```\n"), reply(call("run_shell", command="python3 x.py")),
-                               answer("It prints ok."))
-    assert fake.requests[4]["messages"][-1] == {"role": "assistant", "content": "lib.py\n```python\n"}
-    assert note_in(fake.requests[4]) == aids.NOTES["empty"]
-    assert code == 0 and (workspace / "lib.py").read_text() == FIXED
-    # an empty reply after a good call: a note only, nothing begun
-    fake.requests.clear()
-    run_agent(reply(call("read_file", path="lib.py")), answer(""), answer(""), answer("It raises ValueError."))
-    assert fake.requests[3]["messages"][-1]["role"] == "user"

@@ -106,21 +106,6 @@ def test_append_only_history_reuses_the_prompt_cache(client, llama_server):
     assert cached >= 0.9 * first.usage.prompt_tokens, (cached, first.usage.prompt_tokens)
 
 
-def test_a_begun_reply_is_continued_by_the_server(client, llama_server):
-    """aids.begin sends the start of the reply as a last assistant message: llama-server must
-    render it open (no end of turn after it) and reply with its continuation (some versions
-    return the begun text too; aids.recover and aids.review take both)."""
-    begun = "hello.py\n```python\n"
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": "Write hello.py that prints hello."},
-                {"role": "assistant", "content": begun}]
-    assert rendered_prompt(llama_server, messages).endswith(begun)  # the model goes on from there
-    response = ask(client, llama_server, messages, max_completion_tokens=32)
-    text = response.choices[0].message.content or ""
-    whole = text if text.startswith(begun) else begun + text  # as the aids read it
-    assert whole[len(begun):].strip()  # the rest of the file, after the begun start
-
-
 def test_agent_answers_through_a_real_server(llama_server, tmp_path):
     """The real command line, as a user runs it, in a folder with no .env."""
     task = "Reply with just the word OK."
@@ -164,7 +149,7 @@ def test_the_default_model_completes_a_file_writing_task(default_model_server, t
     an error it may read): on 2026-12-01 two of three single runs here failed after the model
     looked for hello.py before creating it (one gave up, one repeated itself); on 2026-12-02 all
     three ran hello.py before writing it, then answered the note to run it with prose claiming the
-    run (begin now begins that reply as a ```sh block), and two of four runs after that fix hit a
+    run, and two of four runs after a fix for that (since deleted) hit a
     cap of 6 turns after such a detour (so 10). So the test passes when one of three runs, each in a fresh workspace, completes;
     a broken loop, recovery or tool fails all three. The file is judged by running it here, not
     by what the model says."""

@@ -8,7 +8,6 @@ result or an error back. It is run twice: with `--plain` (no aid: the article's 
 lesson's rules) and with every aid on, whose rules the reading spells out from aids.py.
 """
 
-import json
 import os
 import random
 
@@ -51,8 +50,7 @@ def plain_reading(plan, cap):
 def aided_reading(plan, cap):
     """Every aid on, read off aids.py for this model (one structured call a reply, then "done"
     every time; no code files, tracebacks or orders in the data, so `recover` never acts, and
-    each call runs if it is valid, as under --plain; `look` shows notes.txt with the task, which
-    this model ignores):
+    each call runs if it is valid, as under --plain):
 
     nudge: the first "done" gets a note when no tool was called at all ("no_tool", once) or when
       the last call failed ("failed", at most 2; every read here is of a file that is there, so
@@ -60,12 +58,7 @@ def aided_reading(plan, cap):
       writes only .txt files.) Otherwise "done" is the answer (exit 0). After "no_tool" that note
       is spent, but the next "done" is still unfinished: it is taken as the answer with exit 6,
       the notes for it having run out. After "failed" the last call still failed, so the next
-      "done" gets the second "failed" note.
-    begin: after the first "failed" nothing is begun: no code file was written, read or run, and
-      no program came from a reply. After the second, "done" has come twice, each time after a
-      note: a loop, so the next reply is begun as a ```sh block. "done" inside it is code that
-      only exists in the reply ("code", not budgeted), and "done" again is still a loop: one more
-      begun reply, noted "code" too, reaches MAX_NOTES (4), and the next is taken with exit 6.
+      "done" gets the second "failed" note, and the one after it is taken with exit 6.
     The cap ends the run with exit 3 wherever it falls."""
     steps, code, answer, ran, results = plain_reading(plan, cap)
     if code == 3 or not plan or results[-1]:
@@ -74,7 +67,7 @@ def aided_reading(plan, cap):
         note = "failed"
     if note is None:
         return steps, code, answer, ran, results
-    ends = len(plan) + {"no_tool": 2, "failed": 5}[note]
+    ends = len(plan) + {"no_tool": 2, "failed": 3}[note]
     return (cap, 3, "", ran, results) if ends > cap else (ends, 6, "done", ran, results)
 
 

@@ -239,9 +239,11 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(transcript) == set()
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
-             "begin": [{"event": "note", "kind": "begun", "text": "the reply is begun"}],
              "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
     assert set(shows) == set(aids.NAMES)
+    resampled = {"event": "note", "kind": "resampled", "text": "the reply was empty: the same request is sent again"}
+    transcript.write_text(json.dumps(resampled) + "\n")
+    assert suite.acted(transcript) == {"nudge"}  # nudge's quiet resend is nudge acting too
     for aid, extra in shows.items():
         transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
         assert suite.acted(transcript) == {aid}, aid
@@ -276,7 +278,6 @@ def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     table = " ".join(rows)
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
     assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
-    assert f"| no-begin | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
     assert f"| no-text-calls | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
 
 
@@ -288,9 +289,9 @@ def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     fake.script = [answer("I do not know.")]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--ablate", "all", "--aid", "begin", "--out", str(out)],
+    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--ablate", "all", "--aid", "text-calls", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-begin"]  # no no-nudge: not named
-    bad = subprocess.run([*SUITE, "--aid", "begin", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-text-calls"]  # no no-nudge: not named
+    bad = subprocess.run([*SUITE, "--aid", "nudge", "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--aid" in bad.stderr and "Traceback" not in bad.stderr
