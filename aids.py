@@ -80,9 +80,10 @@ def note(kind: str, text: str, run: Run) -> None:
 
 def turn(run: Run) -> None:
     """Called before each model call: marks where this turn's calls start (see blind), and on
-    the first turn takes the workspace's snapshot (what nudge compares a change with)."""
+    the first turn, with nudge on, takes the workspace's snapshot (what nudge compares a change
+    with; nothing else reads it)."""
     run.first = len(run.calls)
-    if run.before is None:  # the first turn
+    if run.before is None and "nudge" in run.on:  # the first turn
         run.before = snapshot(run.settings)
 
 

@@ -16,6 +16,7 @@ import pytest
 import agent
 import aids
 import prompts
+import tools
 import transcript
 from fake_server import Status, answer, call, reply
 
@@ -312,6 +313,15 @@ def test_an_empty_reply_is_asked_for_again_with_no_note(run_agent, fake, workspa
     fake.requests.clear()
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), flags=["--no-aid", "nudge"])
     assert code == 0 and out == "\n" and len(fake.requests) == 2
+
+
+def test_the_workspace_is_snapshot_only_for_nudge(workspace):
+    (workspace / "a.py").write_text("print(1)\n")
+    settings = tools.Settings(workspace=workspace)
+    for on, taken in ((frozenset(aids.NAMES), True), (frozenset({"text-calls"}), False), (frozenset(), False)):
+        run = aids.Run("task", settings, [], on)
+        aids.turn(run)
+        assert (run.before is not None) == taken, on
 
 
 def test_a_reply_of_only_a_fence_is_empty_too(run_agent, fake, workspace):
