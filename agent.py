@@ -77,7 +77,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
         choice = ask(messages, lambda text: aids.complete(text, state)).choices[0]  # aid: stop after a call in text
         message, text = choice.message, choice.message.content or ""
         calls = [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
-        calls = calls or aids.recover(text, state)  # aid: calls written as text
+        calls = calls or aids.recover(text, choice.finish_reason, state)  # aid: calls written as text
         messages.append(as_history(message, calls))
         if not calls:  # the model's answer, unless an aid finds it is no answer yet
             verdict = aids.review(text, choice.finish_reason, state)

@@ -89,8 +89,9 @@ def turn(run: Run) -> None:
 
 # --- text-calls: calls written as text ----------------------------------------------------------
 
-def recover(text: str, run: Run) -> list[tuple[str, str, str]]:
+def recover(text: str, finish: str | None, run: Run) -> list[tuple[str, str, str]]:
     """The calls a reply with no structured `tool_calls` writes as text, as (id, name, arguments).
+    `finish`: why the reply ended ("length": cut off at the token limit).
 
     Failure answered: small models put the call in the reply's text (a ```json block,
     <tool_call> tags, Kimi's markup) or show a whole file as a code block under its name (aider's
@@ -98,7 +99,7 @@ def recover(text: str, run: Run) -> list[tuple[str, str, str]]:
     takes "no tool_calls" as "done" stops on turn one having done nothing."""
     if "text-calls" not in run.on or not text:
         return []
-    calls, from_blocks = written(text, run)
+    calls, from_blocks = written(text, run, whole=finish != "length")
     if calls:
         blocks = f" ({'; '.join(from_blocks)}, from code blocks)" if from_blocks else ""
         note("recovered", f"recovered {len(calls)} tool call(s) from the reply's text{blocks}", run)
@@ -122,11 +123,12 @@ def first_steps(calls: list) -> list:
     return calls
 
 
-def written(text: str, run: Run) -> tuple[list, list]:
-    """recover.recover_all on a reply, knowing what the run has seen."""
+def written(text: str, run: Run, whole: bool) -> tuple[list, list]:
+    """recover.recover_all on a reply, knowing what the run has seen. `whole`: the reply has
+    ended, and not at the token limit (a call may then run to its end)."""
     workspace = run.settings.workspace.resolve()
     known = [str(path.relative_to(workspace)) for path in run.settings.seen if path.suffix == ".py"]
-    return recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings), ran_unchanged(run), known)
+    return recover_all(text, PARAMETERS, lambda path: current_text(path, run.settings), ran_unchanged(run), known, whole)
 
 
 CLOSES = re.compile(r"```|</[\w-]+>|<\|tool_calls_section_end\|>")  # what can end a call written as text: a fence, </tools>
@@ -151,7 +153,7 @@ def complete(text: str, run: Run) -> int | None:
         return text.index(IMAGINED)
     if not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
         return None
-    calls = written(text, run)[0]
+    calls = written(text, run, whole=False)[0]  # (still streaming: no call runs to the end yet)
     return len(text) if calls and calls[-1][0] in ("run_shell", "read_file") else None
 
 

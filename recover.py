@@ -28,7 +28,8 @@ Recovered, for the tool names the caller passes in only:
 
 JSON is read leniently where the intent is plain: raw newlines in strings, trailing commas, `\\'`
 (a quote, as Python reads it), Python literals ('single quotes', True, None), triple-quoted
-strings (verbatim, dedented).
+strings (verbatim, dedented). A call whose last argument is a file's content that is no valid
+string but runs to the end of a reply that was not cut off is read to that end (`_open_ended`).
 
 Left out on purpose: a call-shaped object in the middle of a line or among code in a ```python
 (or any non-JSON) code block, Python calls mixed with other code (`data = read_file("a.csv")[1:]`), XML
@@ -97,7 +98,7 @@ def recover_calls(text: str, names) -> list[tuple[str, str]]:
     return [(name, json.dumps(args, ensure_ascii=False)) for _, name, args in _calls(text, names)]
 
 
-def recover_all(text: str, names, current, quoted=frozenset(), read=()) -> tuple[list[tuple[str, str]], list[str]]:
+def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=True) -> tuple[list[tuple[str, str]], list[str]]:
     """Calls written as text, whole files shown as code blocks (for files no written call
     covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
     they appear in the reply, each call once: (calls, what came from code blocks, in words). A
@@ -105,8 +106,9 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=()) -> tuple
     ```sh block holding a command in `quoted` (one that ran with no file changed since) quotes
     it, unless the reply writes first. `read`: the .py files the run has read or written (see
     file_blocks). `names`: the tool names, or a dict of them to their parameters in order (then
-    `read_file("a.py")` is understood too)."""
-    calls = _calls(text, names)
+    `read_file("a.py")` is understood too). `whole`: the text is a whole reply, neither cut off
+    at the token limit nor still streaming, so a call may run to its end (see _open_ended)."""
+    calls = _calls(text, names, whole)
     written = {args.get("path") for _, name, args in calls if name == "write_file"}
     files = _file_blocks(text, current, read)
     blocks = [(start, "write_file", {"path": path, "content": body})
@@ -366,13 +368,13 @@ def failed_attempt(text: str, names: set[str]) -> str | None:
     return f"{why} Nothing was done. {how}"
 
 
-def _calls(text, names):
+def _calls(text, names, whole=True):
     """Calls of the tools in `names` written as text, as (position, name, arguments), in order."""
-    return sorted((call for call in _find_calls(text) + _python_calls(text, names) if call[1] in names),
+    return sorted((call for call in _find_calls(text, whole) + _python_calls(text, names) if call[1] in names),
                   key=lambda call: call[0])
 
 
-def _find_calls(text):
+def _find_calls(text, whole=True):
     """Every call-shaped value in text, whatever its tool name, as (position, name, arguments)."""
     found = []
     for pattern in _NAME_THEN_ARGS:
@@ -398,7 +400,7 @@ def _find_calls(text):
     read_up_to = 0
     for start in sorted(starts):
         at = start + text.startswith("{{", start)  # seen: {{"name": ...}}, braces doubled as in str.format
-        parsed = _lenient(text, at) if at >= read_up_to and _CALL_START.match(text, at) else None
+        parsed = at >= read_up_to and _CALL_START.match(text, at) and (_lenient(text, at) or whole and _open_ended(text, at))
         # subtle: a tag says "this is a call" by itself (so a stray "}" after it is forgiven), but
         # a value that merely starts a line must also end it: `{...},` is the head of a list in code.
         end = parsed and (_BRACES.match(text, parsed[1]).end() if at > start else parsed[1])
@@ -520,6 +522,54 @@ def _lenient(text, start):
         except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             pass
     return None
+
+
+# A call whose last argument is a string, up to that string's opening quotes: `{"name": "write_file",
+# "arguments": {"path": "a.py", "content": """` (the tool, the other arguments, the last one's name, its quotes).
+_LAST_STRING = re.compile(r'''\{\s*"name"\s*:\s*"([\w.]+)"\s*,\s*"(?:arguments|parameters)"\s*:\s*\{'''
+                          r'''((?:\s*"\w+"\s*:\s*"(?:[^"\\\n]|\\.)*"\s*,)*)\s*"(\w+)"\s*:\s*("""|\'\'\'|")''')
+_ESCAPE = re.compile(r'\\(["\\/\'nt])')
+_ESCAPED = {"n": "\n", "t": "\t"}
+
+
+def _open_ended(text, start):
+    """A call, written as text, whose last argument is a string that is no valid literal but
+    plainly runs to the end of the reply: (value, end) or None.
+
+    Failure answered: asked to put a file in a JSON string, small models write it as Python
+    would (in triple quotes, or with its quotes left unescaped, its own docstrings inside, some
+    line breaks escaped and some not), or forget the closing braces or quotes, and then repeat
+    the same call after every note. The string is read from its opening quotes to the same
+    quotes at the end of the reply (only closing braces, a closing fence or tag may follow; a
+    fence may stand for the quotes). Of the ways to read it (verbatim, escapes read as JSON
+    would, the opening quotes as the file's own) the first is kept, or for a .py file the first
+    that is valid Python; if none is, the call is not guessed at (failed_attempt reports it)."""
+    head = _LAST_STRING.match(text, start)
+    quote = head and re.escape(head[4])
+    tail = head and re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
+    if not tail or tail.start() <= head.end():
+        return None
+    try:
+        others = json.loads("{" + head[2].rstrip().removesuffix(",") + "}")
+    except ValueError:
+        return None
+    body = text[head.end():tail.start()]
+    unescaped = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), body)
+    if "\n" not in unescaped:  # one line is no file's content: there, the quotes are more likely wrong than the braces
+        return None
+    readings = ([textwrap.dedent(body.removeprefix("\n")), unescaped, head[4] + body, head[4] + unescaped]
+                if len(head[4]) == 3 else [unescaped] + [body] * ("\n" in body))
+    if str(others.get("path")).endswith(".py"):
+        readings = [reading for reading in readings if _compiles(reading)]
+    return ({"name": head[1], "arguments": {**others, head[3]: readings[0]}}, len(text)) if readings else None
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<reply>", "exec", dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
 
 
 _TRIPLE = re.compile(r'"""|\'\'\'')

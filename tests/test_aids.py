@@ -182,6 +182,16 @@ def test_an_unnamed_new_version_of_a_file_the_run_read_is_written(run_agent, fak
     assert "(write_file of greet.py, from code blocks)" in flat(err)
 
 
+def test_a_file_in_triple_quotes_without_its_braces_is_written_unless_the_reply_was_cut_off(run_agent, fake, workspace):
+    text = '{"name": "write_file", "arguments": {"path": "hi.py", "content": ' + '"""print("hi")\nprint("bye")\n"""'
+    code, _, err = run_agent(reply(content=text, finish_reason="length"), answer("ok"), answer("ok"), answer("ok"))
+    assert not (workspace / "hi.py").exists()  # cut off: the string may not have ended there
+    assert "recovered" not in flat(err)
+    code, _, err = run_agent(answer(text), reply(call("run_shell", command="python3 hi.py")), answer("Done."))
+    assert code == 0 and (workspace / "hi.py").read_text() == 'print("hi")\nprint("bye")\n'
+    assert results(fake.requests[-1])[-1] == "exit code: 0\n--- stdout ---\nhi\nbye\n"
+
+
 def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake, workspace):
     both = reply(call("run_shell", command="false"), call("write_file", path="a.txt", content="x"))
     code, _, _ = run_agent(both, answer("It failed."), answer("It failed, sorry."), answer("Nothing to do."))

@@ -382,3 +382,35 @@ def test_recover_all_says_what_came_from_blocks():
     text = f"{F}sh\nmkdir out\ncp *.txt out/\n{F}\n{F}python\nprint(2)\n{F}"
     assert recover_all(text, NAMES, lambda path: None)[1] == ["run_shell of a ```sh block",
                                                              "run_shell of a ```python program"]
+
+
+# Seen from Qwen2.5-Coder-1.5B: a file put in a call as Python would write it, the same reply
+# again after every note. (id, model reply, the content read, or None: not guessed at)
+TQ = '"""'
+HEAD = '{"name": "write_file", "arguments": {"path": "todo.py", "content": '
+OPEN_ENDED = [
+    # triple quotes, the closing braces never written
+    ("triple-quotes-no-braces", f'{HEAD}{TQ}import json\nprint(json.dumps([1]))\n{TQ}', "import json\nprint(json.dumps([1]))\n"),
+    # a fence stands for the closing quotes
+    ("fence-for-the-quotes", f'{F}json\n{HEAD}{TQ}x = 1\nprint(x)\n{F}', "x = 1\nprint(x)\n"),
+    # one quote, some inner quotes escaped and some not
+    ("quotes-half-escaped", HEAD + r'"NAMES = ["a b", \"c\"]\nprint(f\"[{NAMES[0]}]\")"}}',
+     'NAMES = ["a b", "c"]\nprint(f"[{NAMES[0]}]")'),
+    # the file's own docstring opens with the delimiter, and some line breaks are escaped
+    ("docstring-and-escapes", HEAD + TQ + r'Helpers.' + TQ + r'\n\n\ndef f():' + '\n    return 1\\n' + TQ + '}}',
+     '"""Helpers."""\n\n\ndef f():\n    return 1\n'),
+    # Not guessed at: prose after the call, a .py file no reading makes valid, a quote that is
+    # escaped (the reply stopped mid-string), one line (no file), nothing in the string.
+    ("prose-after", f'{HEAD}{TQ}x = 1\n{TQ}\nThen run it.', None),
+    ("invalid-python", f'{HEAD}{TQ}def f(:\n{TQ}', None),
+    ("ends-on-an-escaped-quote", HEAD + r'"print(\"hi\")\nprint(\"', None),
+    ("one-line", HEAD + '"print("hi")"}}', None),
+    ("empty", f'{HEAD}{TQ}', None),
+]
+
+
+@pytest.mark.parametrize("text, content", [case[1:] for case in OPEN_ENDED], ids=[case[0] for case in OPEN_ENDED])
+def test_a_file_that_runs_to_the_end_of_the_reply(text, content):
+    calls = recover_all(text, NAMES, lambda path: None)[0]
+    assert calls == ([("write_file", json.dumps({"path": "todo.py", "content": content}))] if content else [])
+    assert recover_all(text, NAMES, lambda path: None, whole=False)[0] == []  # cut off, or still streaming
