@@ -248,8 +248,8 @@ def shown(arguments: str, result: Result, run: Run) -> Result:
 
     Failure answered: small models write a whole file they never read, made up from the task;
     told to read it first, they explain the refusal back or say they have read it, reply after
-    reply, and never read it (three of five dev runs of one task). The refusal stays: a blind
-    overwrite loses what the model never saw."""
+    reply, and never read it (the refusal came in 24 of 300 dev runs, on seven of the 20 tasks).
+    The refusal stays: a blind overwrite loses what the model never saw."""
     path = parsed(arguments).get("path")
     with suppress(Exception):
         target = inside(path, run.settings)
