@@ -13,7 +13,6 @@ Each aid answers one failure seen in small models in general, never one task:
     nudge       a reply that ends the run but is no answer yet: empty, cut off, a plan, code that
                 only exists in the reply, giving up right after a failure, a change claimed that
                 was never made, work never checked
-    read-first  a write over a file the model never read, refused: the refusal shows the file
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
@@ -22,7 +21,7 @@ decide what the task asks; the task's text is only ever repeated back to the mod
 Left out on purpose: forcing replies through a JSON schema (the 1.5B model filled the schema
 with placeholders), summarising with the model, and any rule that names a task. Measured and
 deleted (README, the ablation): `look` (the workspace's files sent with the task), `by-hand`,
-`unchanged`, `injection`, `repeats`, `blocks` and `begin`.
+`unchanged`, `injection`, `repeats`, `blocks`, `begin` and `read-first`.
 """
 
 import hashlib
@@ -38,10 +37,10 @@ from rich.console import Console
 from rich.text import Text
 
 from recover import failed_attempt, fence, recover_all
-from tools import TOOLS, Result, Settings, dispatch, inside
+from tools import TOOLS, Result, Settings, inside
 from transcript import printable
 
-NAMES = ("text-calls", "nudge", "read-first")
+NAMES = ("text-calls", "nudge")
 PARAMETERS = {tool["function"]["name"]: list(tool["function"]["parameters"]["properties"]) for tool in TOOLS}
 console = Console(stderr=True, highlight=False)
 
@@ -223,8 +222,6 @@ def blind(name: str, earlier: list) -> bool:
 def after(name: str, arguments: str, result: Result, run: Run) -> Result:
     """Every tool result passes here before the model sees it; the run records it (what the
     other aids know of the calls made)."""
-    if "read-first" in run.on and name == "write_file" and not result.ok:
-        result = shown(arguments, result, run)
     run.calls.append((name, arguments, result))
     run.resampled = False
     if result.ok:  # progress: the notes' budget starts again
@@ -234,30 +231,6 @@ def after(name: str, arguments: str, result: Result, run: Run) -> Result:
         if edited(run.files or run.before, now):
             run.edits.append(len(run.calls) - 1)
         run.files = now
-    return result
-
-
-SHOWN = ("\nHere it is, so you have now read it. Write its whole new content again, starting from this "
-         "text and keeping what the task does not ask you to change:\n")
-
-
-def shown(arguments: str, result: Result, run: Run) -> Result:
-    """read-first: a write refused because the file exists and the model never read it comes
-    back with the file's text (read through the same checks as a read_file call), and the next
-    write may go through.
-
-    Failure answered: small models write a whole file they never read, made up from the task;
-    told to read it first, they explain the refusal back or say they have read it, reply after
-    reply, and never read it (the refusal came in 24 of 300 dev runs, on seven of the 20 tasks).
-    The refusal stays: a blind overwrite loses what the model never saw."""
-    path = parsed(arguments).get("path")
-    with suppress(Exception):
-        target = inside(path, run.settings)
-        if target.is_file() and target not in run.settings.seen:
-            read = dispatch("read_file", json.dumps({"path": path}), run.settings)
-            if read.ok:
-                note("shown", f"{path} was never read, so the refusal shows it", run)
-                return Result(result.text + SHOWN + read.text, ok=False)
     return result
 
 

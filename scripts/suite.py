@@ -211,7 +211,7 @@ def acted(transcript: Path) -> set[str]:
     "stopped" note is the same for a native call (none in the runs the README reports)."""
     found = set()
     kinds = {"recovered": "text-calls", "trimmed": "text-calls", "notes_ran_out": "nudge", "nudge": "nudge",
-             "resampled": "nudge", "shown": "read-first"}
+             "resampled": "nudge"}
     try:
         lines = transcript.read_text().splitlines()
     except OSError:

@@ -175,8 +175,7 @@ def test_write_file_replaces_only_a_file_read_whole_in_this_run(run_agent, fake,
               reply(call("read_file", path="keep.py")),
               reply(call("write_file", path="keep.py", content="important = 1\nx = 2\n")),
               reply(call("read_file", path="big.txt")),
-              reply(call("write_file", path="big.txt", content="short")), answer("ok"),
-              flags=["--plain"])  # (the read-first aid would show keep.py in the refusal)
+              reply(call("write_file", path="big.txt", content="short")), answer("ok"))
     blind, _, after_read, _, after_cut_read = [m["content"] for m in tool_messages(fake.requests[5])]
     assert blind == ("Error: Refused: 'keep.py' exists and you have not read it yet: read_file it first, "
                      "then write its whole new content")

@@ -192,25 +192,6 @@ def test_a_file_in_triple_quotes_without_its_braces_is_written_unless_the_reply_
     assert results(fake.requests[-1])[-1] == "exit code: 0\n--- stdout ---\nhi\nbye\n"
 
 
-def test_a_write_over_a_file_never_read_is_refused_with_the_file_shown(run_agent, fake, workspace):
-    (workspace / "rle.py").write_text("def encode(text):\n    raise NotImplementedError\n")
-    (workspace / ".env").write_text("KEY=1\n")
-    new = "def encode(text):\n    return text\n"
-    run_agent(reply(call("write_file", path="rle.py", content=new)), reply(call("write_file", path="rle.py", content=new)),
-              reply(call("write_file", path=".env", content="KEY=2\n")), answer("Done."))
-    refused, wrote, protected = results(fake.requests[3])
-    assert refused == ("Error: Refused: 'rle.py' exists and you have not read it yet: read_file it first, then write "
-                       "its whole new content" + aids.SHOWN + "def encode(text):\n    raise NotImplementedError\n")
-    assert wrote == "wrote 34 bytes (2 lines) to rle.py" and (workspace / "rle.py").read_text() == new
-    assert protected.startswith("Error: permission denied") and aids.SHOWN not in protected  # read as read_file is
-    # switched off, the refusal says only that, and the next write is refused again
-    fake.requests.clear()
-    (workspace / "rle.py").write_text("x = 1\n")
-    run_agent(reply(call("write_file", path="rle.py", content=new)), reply(call("write_file", path="rle.py", content=new)),
-              answer("Done."), flags=["--no-aid", "read-first"])
-    assert [r.startswith("Error: Refused: 'rle.py' exists") and aids.SHOWN not in r for r in results(fake.requests[2])] == [True, True]
-
-
 def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake, workspace):
     both = reply(call("run_shell", command="false"), call("write_file", path="a.txt", content="x"))
     code, _, _ = run_agent(both, answer("It failed."), answer("It failed, sorry."), answer("Nothing to do."))

@@ -59,8 +59,6 @@ def aided_reading(plan, cap):
       is spent, but the next "done" is still unfinished: it is taken as the answer with exit 6,
       the notes for it having run out. After "failed" the last call still failed, so the next
       "done" gets the second "failed" note, and the one after it is taken with exit 6.
-    read-first: never acts; every write here makes a new file (out/K.txt, K the step), so none is
-      refused for a file never read.
     The cap ends the run with exit 3 wherever it falls."""
     steps, code, answer, ran, results = plain_reading(plan, cap)
     if code == 3 or not plan or results[-1]:

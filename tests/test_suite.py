@@ -239,8 +239,7 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(transcript) == set()
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
     shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
-             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}],
-             "read-first": [{"event": "note", "kind": "shown", "text": "a.py was never read, so the refusal shows it"}]}
+             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
     assert set(shows) == set(aids.NAMES)
     resampled = {"event": "note", "kind": "resampled", "text": "the reply was empty: the same request is sent again"}
     transcript.write_text(json.dumps(resampled) + "\n")
