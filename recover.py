@@ -46,6 +46,8 @@ import shlex
 import textwrap
 from contextlib import suppress
 
+from tools import syntax_error
+
 # A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
 _AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
 # A JSON value at the very start of a line, perhaps in Markdown's bold or inline code (**{...}**,
@@ -544,9 +546,10 @@ def _open_ended(text, start):
     fence may stand for the quotes). Of the ways to read it (verbatim, escapes read as JSON
     would, the opening quotes as the file's own) the first is kept, or for a .py file the first
     that is valid Python; if none is, the call is not guessed at (failed_attempt reports it)."""
-    head = _LAST_STRING.match(text, start)
-    quote = head and re.escape(head[4])
-    tail = head and re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
+    if not (head := _LAST_STRING.match(text, start)):
+        return None
+    quote = re.escape(head[4])
+    tail = re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
     if not tail or tail.start() <= head.end():
         return None
     try:
@@ -558,18 +561,10 @@ def _open_ended(text, start):
     if "\n" not in unescaped:  # one line is no file's content: there, the quotes are more likely wrong than the braces
         return None
     readings = ([textwrap.dedent(body.removeprefix("\n")), unescaped, head[4] + body, head[4] + unescaped]
-                if len(head[4]) == 3 else [unescaped] + [body] * ("\n" in body))
-    if str(others.get("path")).endswith(".py"):
-        readings = [reading for reading in readings if _compiles(reading)]
+                if len(head[4]) == 3 else [unescaped, body] if "\n" in body else [unescaped])
+    if str(others.get("path")).endswith(".py"):  # write_file refuses invalid Python: keep what it would take
+        readings = [reading for reading in readings if not syntax_error(reading)]
     return ({"name": head[1], "arguments": {**others, head[3]: readings[0]}}, len(text)) if readings else None
-
-
-def _compiles(source: str) -> bool:
-    try:
-        compile(source, "<reply>", "exec", dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
 
 
 _TRIPLE = re.compile(r'"""|\'\'\'')

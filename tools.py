@@ -185,8 +185,8 @@ def syntax_error(source: str) -> str | None:
         compile(source, "<content>", "exec", dont_inherit=True)
     except SyntaxError as error:
         return f"{error.msg}, line {error.lineno}"
-    except ValueError as error:  # a NUL byte
-        return str(error)
+    except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting too deep to compile
+        return str(error) or type(error).__name__
     return None
 
 

@@ -414,3 +414,8 @@ def test_a_file_that_runs_to_the_end_of_the_reply(text, content):
     calls = recover_all(text, NAMES, lambda path: None)[0]
     assert calls == ([("write_file", json.dumps({"path": "todo.py", "content": content}))] if content else [])
     assert recover_all(text, NAMES, lambda path: None, whole=False)[0] == []  # cut off, or still streaming
+
+
+def test_a_file_too_deep_to_compile_is_not_guessed_at():
+    text = HEAD + '"""x = 1\n' + "y = 1" + "+1" * 1_000_000 + '\n"""'
+    assert recover_all(text, NAMES, lambda path: None)[0] == []
