@@ -21,7 +21,8 @@ decide what the task asks; the task's text is only ever repeated back to the mod
 Left out on purpose: forcing replies through a JSON schema (the 1.5B model filled the schema
 with placeholders), summarising with the model, and any rule that names a task. Measured and
 deleted (README, the ablation): `look` (the workspace's files sent with the task), `by-hand`,
-`unchanged`, `injection`, `repeats`, `blocks`, `begin` and `read-first`.
+`unchanged`, `injection`, `repeats`, `blocks`, `begin`, `read-first` and `recap` (the run so far
+sent as one message: the model acted every turn, but repeated its own calls).
 """
 
 import hashlib
