@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import sandbox
 
 BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench"
