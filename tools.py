@@ -180,11 +180,12 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
 
 
 def syntax_error(source: str) -> str | None:
-    """Why `source` is not valid Python, in a few words, or None if it is."""
+    """Why `source` is not valid Python, in a few words with the line at fault, or None if it is."""
     try:
         compile(source, "<content>", "exec", dont_inherit=True)
     except SyntaxError as error:
-        return f"{error.msg}, line {error.lineno}"
+        line = (error.text or "").strip()
+        return f"{error.msg}, line {error.lineno}" + (f": {line[:80]}" if line else "")
     except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting too deep to compile
         return str(error) or type(error).__name__
     return None

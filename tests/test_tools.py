@@ -101,6 +101,6 @@ def test_a_ctrl_c_during_a_command_still_removes_what_it_planted(tmp_path):
 
 def test_syntax_error_says_why_for_sources_too_deep_to_compile():
     assert tools.syntax_error("x = 1\n") is None
-    assert tools.syntax_error("x = (\n") == "'(' was never closed, line 1"
+    assert tools.syntax_error("x = (\n") == "'(' was never closed, line 1: x = ("
     assert tools.syntax_error("-" * 100_000 + "1") == "MemoryError"  # raised, not returned, before
     assert "recursion" in tools.syntax_error("1" + "+1" * 1_000_000)
