@@ -22,7 +22,8 @@ Left out on purpose: forcing replies through a JSON schema (the 1.5B model fille
 with placeholders), summarising with the model, and any rule that names a task. Measured and
 deleted (README, the ablation): `look` (the workspace's files sent with the task), `by-hand`,
 `unchanged`, `injection`, `repeats`, `blocks`, `begin`, `read-first` and `recap` (the run so far
-sent as one message: the model acted every turn, but repeated its own calls).
+sent as one user message: the model acted every turn, but repeated its own calls, and obeyed an
+order planted in a file once the file's text sat in the user's message instead of a tool's).
 """
 
 import hashlib
