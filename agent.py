@@ -61,7 +61,6 @@ UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is th
                "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
 
 
-
 class Stop(Exception):
     """The run cannot go on: Stop(exit code, a message that says why and what to do)."""
 
