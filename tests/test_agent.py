@@ -210,8 +210,8 @@ def test_python_that_does_not_parse_does_not_replace_python_that_does(run_agent,
               reply(call("write_file", path="old.py", content="print 'py2 still'\n")),
               reply(call("write_file", path="notes.txt", content="def f(:\n")), answer("ok"))
     greet, new, old, notes = [m["content"] for m in tool_messages(fake.requests[-1])[2:]]
-    assert greet == ("Error: Refused: the new content is not valid Python (invalid syntax, line 1: <tool_response>```json), so "
-                     "greet.py was left as it was; write the whole file again with the error fixed")
+    assert greet == ("Error: Refused: the new content is not valid Python (invalid syntax, line 1: "
+                     "<tool_response>```json), so greet.py was left as it was; write the whole file again with the error fixed")
     assert new.startswith("Error: Refused: the new content is not valid Python (") and "line 1" in new
     assert (workspace / "greet.py").read_text() == "print('hi')\n" and not (workspace / "new.py").exists()
     assert old.startswith("wrote") and notes.startswith("wrote")  # not Python before / not a .py file
