@@ -7,7 +7,7 @@ endpoint, append the reply as it came back, run each tool call it asks for throu
 `tools.dispatch`, append the result, and repeat until the model answers without a call or the
 turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
 validates and checks permissions; errors go back to the model as values; a hard cap).
-Small local models need more, and that lives in aids.py, which the loop asks at six named
+Small local models need more, and that lives in aids.py, which the loop asks at five named
 places; `--plain` switches every aid off, `--no-aid NAME` one of them.
 
 The rest is the model call (`caller`, through the openai client, every reply streamed and
@@ -46,7 +46,6 @@ EXIT_CODES = {
     2: "usage or configuration error (bad flags, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
-    6: "an answer taken only because the notes ran out: the harness judged it unfinished (on stdout)",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
@@ -54,8 +53,7 @@ MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a 
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
-CUT = Result("Error: your reply was cut off at the token limit, so this call was not run. Reply again, shorter.",
-             ok=False)
+CUT = Result(prompts.CUT_OFF, ok=False)
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
                "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
@@ -78,13 +76,11 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
         calls = [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
         calls = calls or aids.recover(text, choice.finish_reason, state)  # aid: calls written as text
         messages.append(as_history(message, calls))
-        if not calls:  # the model's answer, unless an aid finds it is no answer yet
-            verdict = aids.review(text, choice.finish_reason, state)
-            if isinstance(verdict, int):
-                return verdict, text
-            if verdict:  # ("": the aid took the reply back, to ask again)
-                messages.append({"role": "user", "content": verdict})
+        if not calls and choice.finish_reason == "length":  # cut off: no answer yet, and the model is told
+            messages.append({"role": "user", "content": prompts.CUT_OFF})
             continue
+        if not calls:  # the model's answer
+            return 0, text
         cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
             show_call(name, arguments)
@@ -437,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "
                                                   "tools to run:", *settings.removed])), style="bold yellow"))
-    if code in (0, 6):
+    if code == 0:
         print(printable(answer))
     return code
 

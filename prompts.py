@@ -24,5 +24,8 @@ changed and what the check showed."""
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")
 
+# Sent when a reply was cut off at the token limit (nothing in it runs: never half a call).
+CUT_OFF = "Error: your reply was cut off at the token limit, so nothing in it was run. Reply again, shorter."
+
 # Put in place of the middle of a tool result too large for the context (see agent.compact).
 SHORTENED = "\n[... {cut} characters cut here to fit the model's context ...]\n"

@@ -4,9 +4,7 @@ Small local models often "call" a tool by writing the call into their reply: Qwe
 it in a ```json block, Hermes-style templates ask for <tool_call> tags, and Kimi K2's markup
 leaks through when the server does not parse it. When a reply has no `tool_calls`, the loop asks
 `recover_all` for calls written as text, whole files shown as code blocks (`file_blocks`),
-commands shown as ```sh blocks and programs shown as ```python blocks, in the order written,
-and, if there are none, `failed_attempt` whether the reply is a botched call rather than a
-final answer.
+commands shown as ```sh blocks and programs shown as ```python blocks, in the order written.
 
 Recovered, for the tool names the caller passes in only:
 
@@ -33,8 +31,7 @@ string but runs to the end of a reply that was not cut off is read to that end (
 
 Left out on purpose: a call-shaped object in the middle of a line or among code in a ```python
 (or any non-JSON) code block, Python calls mixed with other code (`data = read_file("a.csv")[1:]`), XML
-parameters (`<parameter name=...>`). `failed_attempt` reports those instead: a wrong guess in `recover_calls`
-runs a command the model never meant, a wrong guess in `failed_attempt` costs one extra turn.
+parameters (`<parameter name=...>`): a wrong guess runs a command the model never meant.
 (A ```python block that calls a tool as a function is no program either, for the same reason.)
 """
 
@@ -83,14 +80,6 @@ _BRACES = re.compile(r"}*")  # stray closing braces after a call in doubled brac
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
 
-# For failed_attempt: tool-call markup of the formats above and Mistral's,
-_MARKUP = re.compile(r"<\|?/?tool_call|tool_calls_section|<function\b|\[TOOL_CALLS\]")
-# and code "run" in the model's head: after a code block, a line such as "Output:" or "This
-# prints:" introducing its output, or a transcript of a prompt ($ or >>>) followed by output.
-_OUTPUT_LINE = re.compile(r"^[^\n]{0,60}\b(?:output|result|prints?)\b[^\n]{0,40}:\W*$", re.M | re.I)
-_TRANSCRIPT = re.compile(r"^(?:\$|>>>) \S[^\n]*\n(?!\$ |>>> |\.\.\. |```)[^\n]*\S", re.M)
-
-
 def recover_calls(text: str, names) -> list[tuple[str, str]]:
     """Tool calls written as text: [(tool_name, arguments_as_json_object_string), ...] in order.
 
@@ -132,11 +121,6 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
     return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
         f"run_shell of {said(args['command'], kind)}" if name == "run_shell" else f"read_file of {args['path']}"
         for _, name, args, kind in commands]
-
-
-def fence(path: str) -> str | None:
-    """The code fence's language for a source file a block can hold (`python` for a.py), or None."""
-    return _LANGUAGES.get(path.rpartition(".")[2], (None,))[0] if "." in path else None
 
 
 def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
@@ -345,31 +329,6 @@ def _definitions(source: str | None) -> set[str] | None:
         return None
 
 
-def failed_attempt(text: str, names: set[str]) -> str | None:
-    """Why a reply looks like a botched tool call, addressed to the model; None for a genuine
-    final answer. Meant for replies in which `recover_calls` found nothing."""
-    how = ('To call a tool, reply with only <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>'
-           f" where TOOL is one of: {', '.join(sorted(names))}.")
-    named = [name for name in sorted(names) if re.search(
-        rf"""\bname["']?\s*[:=]\s*["']{re.escape(name)}["']|\b{re.escape(name)}\s*\(""", text)]
-    unknown = [name for _, name, _ in _find_calls(text) if name not in names]
-    fence = _FENCE.search(text)
-    if re.search(r"""["'](?:properties|description)["']\s*:""", text) and ("<tools>" in text or named):
-        why = "You wrote out the tool definitions instead of calling a tool."
-    elif unknown:
-        why = f"There is no tool named {unknown[0]!r}."
-    elif _MARKUP.search(text):
-        why = "Your reply has tool-call markup, but no valid call could be read from it."
-    elif named:
-        why = f"Your reply looks like a call to {named[0]}, but not a valid one (bad JSON, or in code or prose)."
-    elif fence and (_OUTPUT_LINE.search(text, fence.end()) or _TRANSCRIPT.search(text)):
-        why = "Your reply shows code and its output, but no tool was called: that output is imagined."
-        how += " If the work is really done, give your final answer again."
-    else:
-        return None
-    return f"{why} Nothing was done. {how}"
-
-
 def _calls(text, names, whole=True):
     """Calls of the tools in `names` written as text, as (position, name, arguments), in order."""
     return sorted((call for call in _find_calls(text, whole) + _python_calls(text, names) if call[1] in names),
@@ -545,7 +504,7 @@ def _open_ended(text, start):
     quotes at the end of the reply (only closing braces, a closing fence or tag may follow; a
     fence may stand for the quotes). Of the ways to read it (verbatim, escapes read as JSON
     would, the opening quotes as the file's own) the first is kept, or for a .py file the first
-    that is valid Python; if none is, the call is not guessed at (failed_attempt reports it)."""
+    that is valid Python; if none is, the call is not guessed at."""
     if not (head := _LAST_STRING.match(text, start)):
         return None
     quote = re.escape(head[4])

@@ -110,7 +110,7 @@ def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int
 
 
 def show_end(code: int, answer: str, meaning: str) -> None:
-    if answer and code in (0, 6):
+    if answer and code == 0:
         console.print(Markdown(printable(answer)))
     console.print(f"exit code {code}: {meaning}", style="dim")
 

@@ -6,7 +6,7 @@
     python scripts/suite.py --only fix-bug --max-turns 10
     python scripts/suite.py --agent-flag=--plain --label plain --out runs/
     python scripts/suite.py --split dev --ablate all --out runs/   # each aid off where it acted in runs/all/
-    python scripts/suite.py --ablate all --aid nudge --out runs/   # only nudge off, into runs/no-nudge/
+    python scripts/suite.py --ablate all --aid text-calls --out runs/   # only text-calls off, into runs/no-text-calls/
     python scripts/suite.py --report runs/           # one Markdown row per label; no server needed
 
 For each task: copy tasks/NAME/files/ into a fresh workspace, run `python agent.py` there on
@@ -210,8 +210,7 @@ def acted(transcript: Path) -> set[str]:
     Not seen: a reply text-calls cut at `<tool_response>` with no call in it, since the core's
     "stopped" note is the same for a native call (none in the runs the README reports)."""
     found = set()
-    kinds = {"recovered": "text-calls", "trimmed": "text-calls", "notes_ran_out": "nudge", "nudge": "nudge",
-             "resampled": "nudge"}
+    kinds = {"recovered": "text-calls", "trimmed": "text-calls"}
     try:
         lines = transcript.read_text().splitlines()
     except OSError:

@@ -42,7 +42,6 @@ from pathlib import Path
 import pytest
 
 import agent
-import aids
 import sandbox
 import tools
 from fake_server import FakeServer, answer, call, reply
@@ -147,14 +146,14 @@ def snapshot(ws: Path) -> dict:
 
 
 def done() -> list[dict]:
-    """The model's final answer, one for each note the harness may give after a failed call."""
-    return [answer(f"done ({i})") for i in range(aids.MAX_NOTES + 1)]
+    """The model's final answer."""
+    return [answer("done")]
 
 
 def attack(run_agent, fake, *calls, flags=()) -> list[str]:
     """The model asks for `calls`, one a turn, then answers; returns the tool results it got."""
     code, _, err = run_agent(*(reply(c) for c in calls), *done(), flags=flags)
-    assert code in (0, 6), err  # 6: an answer right after a refused call is taken once the notes ran out
+    assert code == 0, err
     assert_no_secret(fake)
     return tool_results(fake.requests[-1])
 
@@ -721,7 +720,7 @@ def gullible(request: dict):
         if line.startswith("DO "):
             _, name, args = line.split(" ", 2)
             return reply(call(name, args))
-    return answer(f"done ({len(request['messages'])})")  # new words each time: no repeat after a note
+    return answer(f"done ({len(request['messages'])})")
 
 
 @pytest.mark.parametrize("tool, args, expected", [
@@ -738,8 +737,8 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
     port = str(listener.getsockname()[1])
     args = {k: v.replace("PORT", port) for k, v in args.items()}
     (workspace / "NOTES.md").write_text(INJECTION.format(tool=tool, args=json.dumps(args)))
-    code, _, _ = run_agent(reply(call("read_file", path="NOTES.md")), *[gullible] * (aids.MAX_NOTES + 2))
-    assert code in (0, 6)
+    code, _, _ = run_agent(reply(call("read_file", path="NOTES.md")), gullible, gullible)
+    assert code == 0
     read, obeyed = tool_results(fake.requests[-1])
     assert f"DO {tool}" in read  # the model read the order...
     assert fake.requests[2]["messages"][-2]["tool_calls"][0]["function"]["name"] == tool  # ...and obeyed it
@@ -752,7 +751,7 @@ def test_prompt_injection_obeyed_by_a_gullible_model_is_blocked(run_agent, fake,
 
 # --- the command line: no bubblewrap, approval modes -----------------------------------------
 
-def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, expect=(0, 6)):
+def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, expect=0):
     """`python agent.py` against the fake server, with a real stdin and an environment of our own."""
     fake.script = list(script)
     env = {"PATH": path or os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
@@ -836,7 +835,7 @@ def test_ask_mode_cannot_hide_part_of_the_command(run_agent, fake, workspace, ou
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))  # in-process; the cases above use a real pipe
     hidden = f"echo hello \x1b[8m; touch hidden-{MARK}\x1b[0m"
     code, _, err = run_agent(reply(shell(hidden)), *done(), flags=["--approval", "ask"])
-    assert code == 6  # the answer after a declined command is taken once the notes ran out
+    assert code == 0
     [result] = tool_results(fake.requests[-1])
     assert result == "Error: permission denied: the user declined this run_shell call"
     assert "\x1b" not in err  # stderr is not a terminal: rich adds no colour codes, so any ESC is the model's
@@ -847,7 +846,7 @@ def test_ask_mode_cannot_hide_part_of_the_command(run_agent, fake, workspace, ou
 def test_ask_mode_shows_the_choices(run_agent, fake, outside_changes, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     code, _, err = run_agent(reply(shell("true")), *done(), flags=["--approval", "ask"])
-    assert code == 6
+    assert code == 0
     assert "$ true\nallow? [y]es / [n]o / [a]lways for this run: " in err
     assert outside_changes() == []
 
@@ -865,7 +864,7 @@ def test_a_planted_tooloop_link_does_not_redirect_the_next_transcript(fake, work
     assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
     # default transcript .tooloop/<time>.jsonl: a real folder in the workspace
-    assert agent.main(["--base-url", fake.url, "next run"]) in (0, 6)
+    assert agent.main(["--base-url", fake.url, "next run"]) == 0
     assert not (workspace / ".tooloop").is_symlink() and len(list((workspace / ".tooloop").glob("*.jsonl"))) == 1
     assert outside_changes() == []
 
@@ -882,7 +881,7 @@ def test_planted_transcript_names_do_not_append_to_a_host_file(fake, workspace, 
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".tooloop/")]
     assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
-    assert agent.main(["--base-url", fake.url, "next run"]) in (0, 6)
+    assert agent.main(["--base-url", fake.url, "next run"]) == 0
     [log] = (workspace / ".tooloop").glob("*.jsonl")
     assert not log.is_symlink()
     assert (outside / "secret.txt").read_text() == OUTSIDE_SECRET
@@ -900,7 +899,7 @@ def test_a_planted_dotenv_does_not_widen_the_next_run(fake, workspace, outside, 
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".env")]
     assert not (workspace / ".env").exists()
     fake.script = [reply(call("write_file", path="pwned.txt", content="pwned\n")), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "next run"]) in (0, 6)
+    assert agent.main(["--base-url", fake.url, "--transcript", "off", "next run"]) == 0
     assert (workspace / "pwned.txt").read_text() == "pwned\n"  # the workspace is still this one
     assert not (outside / "pwned.txt").exists()
     assert outside_changes() == []

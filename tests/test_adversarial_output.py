@@ -32,7 +32,6 @@ from pathlib import Path
 import pytest
 
 import agent
-import aids
 import sandbox
 from fake_server import Status, answer, call, reply
 from test_adversarial import fails_if_blocked
@@ -58,8 +57,8 @@ def counted(request):
 
 
 def done() -> list[dict]:
-    """The final answer, worded anew for each note the harness may give after a refused call."""
-    return [answer(f"done ({i})") for i in range(aids.MAX_NOTES + 1)]
+    """The model's final answer."""
+    return [answer("done")]
 
 
 def shell(command: str) -> dict:
@@ -139,7 +138,7 @@ def test_the_approval_prompt_escapes_control_and_format_characters(run_agent, fa
     "exe.txt" as "txt.exe"), U+200B and ESC is shown escaped where the user is asked."""
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     code, _, err = run_agent(reply(shell(f"echo {ESCAPES}")), *done(), flags=["--approval", "ask"])
-    assert code == 6  # the answer after a declined command is taken once the notes ran out
+    assert code == 0
     assert tool_results(fake.requests[-1]) == ["Error: permission denied: the user declined this run_shell call"]
     assert f"$ echo {ESCAPED}\nallow? " in err
     assert not {"\x1b", "\x07", "\u202e", "\u200b", "\u2066"} & set(err)
@@ -216,7 +215,7 @@ def test_the_end_of_the_run_lists_what_the_harness_removed(run_agent, fake, work
     warning block saying so, even with --quiet, and a `removed` event in the transcript."""
     plant = "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit"
     code, out, err = run_agent(reply(shell(plant)), *done(), flags=flags)
-    assert code == 0 and out == "done (0)\n"
+    assert code == 0 and out == "done\n"
     assert not (workspace / ".git").exists()
     entry = f"removed .git/, made by the command: {plant}"
     assert err.endswith(f"warning: tooloop undid what commands in this run left for host tools to run:\n"

@@ -336,8 +336,8 @@ def test_every_variable_is_in_env_example_and_the_readme():
 def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys):
     fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
-                   *[answer(f"ok ({i})") for i in range(aids.MAX_NOTES + 1)]]  # new words after each note
-    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 6  # the refused calls leave it unfinished
+                   answer("ok")]
+    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
     write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == ("Error: permission denied: '.tooloop/forged.jsonl' (in '.tooloop') is where host tools run or "
                      "trust what they find (git hooks and config, python bytecode, .env files, shell rc files, "
@@ -543,25 +543,20 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
     if code == 4:
         big_file(workspace)
         return run_agent(reply(call("read_file", path="big.txt")), *[OVERFLOW] * 10)[:2]
-    if code == 6:  # replies cut off, each worded anew: each gets a note until the notes run out
-        return run_agent(*[reply(content=f"Here is part {i} of", finish_reason="length")
-                           for i in range(aids.MAX_NOTES + 1)])[:2]
     raise AssertionError(code)
 
 
 @pytest.mark.parametrize("code", sorted(set(agent.EXIT_CODES) - {130}))
 def test_every_exit_code_is_reachable(run_agent, workspace, code):
     try:
-        got, out = reach(code, run_agent, workspace)
+        got = reach(code, run_agent, workspace)[0]
     except SystemExit as exit:  # usage errors come from argparse
-        got, out = exit.code, ""
+        got = exit.code
     assert got == code
-    if code == 6:  # taken as the answer only because the notes ran out: still printed on stdout
-        assert out == f"Here is part {aids.MAX_NOTES} of\n"
 
 
 def test_the_exit_codes_are_the_documented_set_and_listed_in_help():
-    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 6, 130}  # (5, the repeats aid's, went with it)
+    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 130}  # (5 and 6 went with the aids that used them)
     assert "test_ctrl_c_stops_the_command_and_exits_130" in globals()  # 130 is reached there
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
     for code in agent.EXIT_CODES:

@@ -11,26 +11,15 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 import agent
 import aids
 import prompts
-import tools
 import transcript
 from fake_server import Status, answer, call, reply
 
 FENCED = 'I will write it.\n```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": "print(1)\\n"}}\n```'
 KIMI = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.run_shell:0<|tool_call_argument_begin|>"
         '{"command": "echo hi > b.txt"}<|tool_call_end|><|tool_calls_section_end|>')
-
-
-def note_in(request: dict) -> str:
-    """The note that ends this request, after the task restated at its start (aids.AGAIN)."""
-    message = request["messages"][-1]
-    again = aids.AGAIN.format(task=request["messages"][1]["content"])
-    assert message["role"] == "user" and message["content"].startswith(again), message
-    return message["content"][len(again):]
 
 
 def results(request: dict) -> list[str]:
@@ -57,13 +46,6 @@ def test_without_plain_the_same_call_is_run(run_agent, fake, workspace):
     code, out, _ = run_agent(answer(PLAIN_CALL), answer("Made x."))
     assert code == 0 and out == "Made x.\n"
     assert (workspace / "x").exists() and len(fake.requests) == 2
-
-
-def test_plain_sends_no_note(run_agent, fake, workspace):
-    # a failed run, then an answer: with the aids, a note; plain, the answer ends the run
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 3")), answer("It failed."), flags=["--plain"])
-    assert code == 0 and out == "It failed.\n" and len(fake.requests) == 2
-    assert all(m["role"] != "user" for r in fake.requests for m in r["messages"][2:])
 
 
 def test_help_names_every_aid():
@@ -96,13 +78,8 @@ def test_a_call_written_as_text_is_recovered_and_run(run_agent, fake, workspace)
 
 
 def test_without_text_calls_a_fenced_call_is_not_run(run_agent, fake, workspace):
-    # the nudge aid still sees a botched call in it and says how to call a tool
-    code, out, _ = run_agent(answer(FENCED), answer("I cannot."), flags=["--no-aid", "text-calls"])
-    assert not (workspace / "a.py").exists()
-    assert "Nothing was done" in note_in(fake.requests[1])
-    # with the nudge off too, the fenced call is the answer, as in the plain loop
-    fake.requests.clear()
-    code, out, _ = run_agent(answer(FENCED), flags=["--no-aid", "text-calls", "--no-aid", "nudge"])
+    # the fenced call is the answer, as in the plain loop
+    code, out, _ = run_agent(answer(FENCED), flags=["--no-aid", "text-calls"])
     assert code == 0 and out == FENCED + "\n" and len(fake.requests) == 1
     assert not (workspace / "a.py").exists()
 
@@ -158,9 +135,9 @@ def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspac
     old = "def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n"
     (workspace / "stats.py").write_text(old)
     text = "The fixed median in `stats.py`:\n```python\ndef median(v):\n    return 3\n```"
-    code, _, _ = run_agent(answer(text), answer("ok"))
-    assert code == 6 and (workspace / "stats.py").read_text() == old  # never read: nothing spliced
-    assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
+    code, out, _ = run_agent(answer(text), answer("never asked"))
+    assert code == 0 and out == text + "\n" and len(fake.requests) == 1  # no call: the reply is the answer
+    assert (workspace / "stats.py").read_text() == old  # never read: nothing spliced
 
 
 def test_a_function_shown_alone_is_spliced_into_a_file_the_run_read(run_agent, fake, workspace):
@@ -255,211 +232,22 @@ def test_a_whole_call_written_as_text_before_the_cut_runs(run_agent, fake, works
     assert "recovered 1 tool call(s)" in err
 
 
-# --- nudge: a reply that ends the run but is no answer yet ------------------------------------------
-
-def test_an_answer_right_after_a_failed_command_gets_the_task_and_the_failed_note(run_agent, fake):
-    give_up = "The command failed. Please check the file and provide more details."
-    code, out, _ = run_agent(reply(call("run_shell", command="echo x > f.txt; exit 2")), answer(give_up),
-                             reply(call("run_shell", command="true")), answer("It runs now."), task="Fix the build.")
-    assert code == 0 and out == "It runs now.\n"
-    note = fake.requests[2]["messages"][-1]
-    assert note == {"role": "user", "content": aids.AGAIN.format(task="Fix the build.") + aids.NOTES["failed"]}
-    # switched off, the same script ends on the give-up
-    fake.requests.clear()
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 2")), answer(give_up), flags=["--no-aid", "nudge"])
-    assert code == 0 and out == give_up + "\n" and len(fake.requests) == 2
-
-
-def test_failed_notes_are_at_most_two(run_agent, fake):
-    replies = [answer(f"It does not work ({i}).") for i in "abcd"]
-    code, out, _ = run_agent(reply(call("run_shell", command="exit 1")), *replies)
-    assert code == 6 and out == "It does not work (c).\n"  # still unfinished, and no note left for it
-    assert [note_in(r) for r in fake.requests[2:]] == [aids.NOTES["failed"]] * 2
-
-
-def test_the_notes_budget_starts_again_after_a_call_that_worked(run_agent, fake, workspace):
-    # Seen from the 1.5B model: a note, the fix written, a note, the run, ... A budget per run ended
-    # such runs with exit 6 right after their progress.
-    cut = [reply(content=f"Here is the start of part {i}", finish_reason="length") for i in range(aids.MAX_NOTES)]
-    code, out, _ = run_agent(*cut, reply(call("write_file", path="a.py", content="print(1)\n")), answer("Done."),
-                             answer("```sh\npython3 a.py\n```"), answer("It printed 1."))
-    assert code == 0 and out == "It printed 1.\n"
-    assert note_in(fake.requests[aids.MAX_NOTES + 2]) == aids.NOTES["unchecked"]  # a fifth note, after progress
-    # a call that failed is no progress: the same script with a write refused ends on the spent budget
-    fake.requests.clear()
-    (workspace / "b.py").write_text("print(2)\n")
-    code, _, err = run_agent(*cut, reply(call("write_file", path="b.py", content="print(3)\n")), answer("Done."))
-    assert code == 6 and "notes for it ran out" in flat(err) and len(fake.requests) == aids.MAX_NOTES + 2
-
-
-def test_the_notes_are_bounded_then_the_reply_is_taken_with_exit_6(run_agent, fake):
-    cut = [reply(content=f"Here is the start of part {i}", finish_reason="length") for i in range(aids.MAX_NOTES + 2)]
-    code, out, err = run_agent(*cut)
-    assert code == 6 and out == f"Here is the start of part {aids.MAX_NOTES}\n"
-    assert len(fake.requests) == aids.MAX_NOTES + 1
-    assert [note_in(r) for r in fake.requests[1:]] == [aids.NOTES["cut_off"]] * aids.MAX_NOTES
-    assert "only because the notes for it ran out; it is still unfinished (cut_off): exit 6" in flat(err)
-
-
-def test_an_answer_with_no_tool_run_gets_one_note(run_agent, fake):
-    code, out, _ = run_agent(answer("4"), answer("4"), task="What is 2 + 2?")
-    assert code == 6 and out == "4\n" and len(fake.requests) == 2  # taken, but no tool ever ran: exit 6 says so
-    assert note_in(fake.requests[1]) == aids.NOTES["no_tool"]
-    fake.requests.clear()
-    code, out, _ = run_agent(answer("4"), task="What is 2 + 2?",
-                             flags=["--no-aid", "nudge"])
-    assert code == 0 and out == "4\n" and len(fake.requests) == 1
-
-
-def test_an_empty_reply_is_asked_for_again_with_no_note(run_agent, fake, workspace):
-    # Seen from the 1.5B model: a reply of one token, the end of the turn, right after a result.
-    (workspace / "a.txt").write_text("apple\n")
-    code, out, err = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer("It says apple."))
-    assert code == 0 and out == "It says apple.\n"
-    assert fake.requests[2]["messages"] == fake.requests[1]["messages"]  # the same request, nothing added
-    assert fake.requests[2]["seed"] != fake.requests[1]["seed"]
-    assert "the same request is sent again" in flat(err)
-    # switched off, the empty reply is the answer
-    fake.requests.clear()
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), flags=["--no-aid", "nudge"])
-    assert code == 0 and out == "\n" and len(fake.requests) == 2
-
-
-def test_the_workspace_is_snapshot_only_for_nudge(workspace):
-    (workspace / "a.py").write_text("print(1)\n")
-    settings = tools.Settings(workspace=workspace)
-    for on, taken in ((frozenset(aids.NAMES), True), (frozenset({"text-calls"}), False), (frozenset(), False)):
-        run = aids.Run("task", settings, [], on)
-        aids.turn(run)
-        assert (run.before is not None) == taken, on
-
-
-def test_a_reply_of_only_a_fence_is_empty_too(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer("```\n```"), answer("It says apple."))
-    assert code == 0 and out == "It says apple.\n"
-    assert fake.requests[2]["messages"] == fake.requests[1]["messages"]  # asked again, nothing added
-
-
-def test_an_empty_reply_twice_in_a_row_is_not_an_answer(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("apple\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(""), answer(""), answer("It says apple."))
-    assert code == 0 and out == "It says apple.\n"
-    assert note_in(fake.requests[3]) == aids.NOTES["empty"]
-
-
 def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("42\n")
     code, out, _ = run_agent(reply(call("read_file", path="a.txt")),
                              reply(content="The answer is", finish_reason="length"), answer("The answer is 42."),
                              )
     assert code == 0 and out == "The answer is 42.\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["cut_off"]
+    assert fake.requests[2]["messages"][-1] == {"role": "user", "content": prompts.CUT_OFF}
+    fake.requests.clear()  # the core's rule: under --plain too
+    code, out, _ = run_agent(reply(content="The answer is", finish_reason="length"), answer("42."), flags=["--plain"])
+    assert code == 0 and out == "42.\n" and fake.requests[1]["messages"][-1]["content"] == prompts.CUT_OFF
 
 
 def test_a_call_cut_off_at_the_token_limit_is_never_run(run_agent, fake, workspace):
     cut = call("write_file", path="half.txt", content="def f(")
     code, _, _ = run_agent(reply(cut, finish_reason="length"), answer("ok"), answer("ok, done"))
     assert not (workspace / "half.txt").exists()
-
-
-def test_an_answer_after_an_untested_write_gets_one_note(run_agent, fake, workspace):
-    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                             answer("done"), answer("done"))
-    assert code == 6 and out == "done\n" and len(fake.requests) == 3  # still untested, the one note spent
-    assert fake.requests[2]["messages"][-2] == {"role": "assistant", "content": "done"}
-    assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
-
-
-def test_a_change_made_by_a_command_and_never_run_gets_the_untested_note(run_agent, fake, workspace):
-    # The 1.5B model renames with sed or mv, then says the program "ran without any issues".
-    (workspace / "a.py").write_text("print(1)\n")
-    code, out, _ = run_agent(reply(call("run_shell", command="sed -i s/1/2/ a.py")), answer("It prints 2."),
-                             reply(call("run_shell", command="python3 a.py")), answer("It prints 2."))
-    assert code == 0 and out == "It prints 2.\n" and len(fake.requests) == 4
-    assert note_in(fake.requests[2]) == aids.NOTES["unchecked"]
-
-
-def test_a_write_that_changed_nothing_needs_no_run(run_agent, fake, workspace):
-    (workspace / "a.py").write_text("print(1)\n")
-    code, out, _ = run_agent(reply(call("read_file", path="a.py")),
-                             reply(call("write_file", path="a.py", content="print(1)\n")), answer("done"))
-    assert code == 0 and out == "done\n" and len(fake.requests) == 3
-
-
-def test_an_answer_after_a_write_and_a_good_run_is_taken(run_agent, fake, workspace):
-    code, _, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                           reply(call("run_shell", command="python3 a.py")), answer("done"))
-    assert code == 0 and len(fake.requests) == 3
-
-
-def test_an_answer_after_reading_is_taken(run_agent, fake, workspace):
-    (workspace / "log.txt").write_text("port=8123\n")
-    code, out, _ = run_agent(reply(call("read_file", path="log.txt")), answer("The port is 8123."),
-                             )
-    assert code == 0 and out == "The port is 8123.\n" and len(fake.requests) == 2
-
-
-def test_a_question_may_be_answered_after_a_good_command(run_agent, fake, workspace):
-    (workspace / "server.log").write_text("ERROR req-7309\n")
-    code, out, _ = run_agent(reply(call("run_shell", command="grep ERROR server.log")), answer("req-7309, updated."),
-                             task="Which request id is on the ERROR line of server.log?")
-    assert code == 0 and out == "req-7309, updated.\n" and len(fake.requests) == 2
-
-
-def test_text_that_only_mentions_json_is_an_answer(run_agent, fake, workspace):
-    (workspace / "c.json").write_text('{"name": "Alice", "age": 3}\n')
-    text = 'The config is JSON, e.g. {"name": "Alice", "age": 3}. Nothing else to do.'
-    code, out, _ = run_agent(reply(call("read_file", path="c.json")), answer(text))
-    assert code == 0 and out == text + "\n" and len(fake.requests) == 2
-
-
-def test_code_shown_after_reading_gets_a_note_and_after_a_good_run_is_an_answer(run_agent, fake, workspace):
-    (workspace / "a.py").write_text("print(0)\n")
-    shown = "Here is the code:\n```python\ndef one():\n    return 1\n```"
-    code, out, _ = run_agent(reply(call("read_file", path="a.py")), answer(shown),
-                             reply(call("run_shell", command="true")), answer(shown))
-    assert code == 0 and out == shown + "\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["code"]
-    assert len(fake.requests) == 4
-
-
-def test_an_empty_code_block_is_no_code(run_agent, fake, workspace):
-    (workspace / "server.log").write_text("INFO req-5969\n")
-    text = "The first bytes are:\n```\n```\nThe request is req-5969."
-    code, out, _ = run_agent(reply(call("read_file", path="server.log")), answer(text))
-    assert code == 0 and out == text + "\n" and len(fake.requests) == 2
-
-
-def test_a_file_the_answer_says_was_written_but_is_missing_gets_a_note(run_agent, fake, workspace):
-    (workspace / "data.txt").write_text("1\n2\n")
-    code, out, _ = run_agent(reply(call("run_shell", command="cat data.txt")),
-                             answer("I processed each line and then wrote the total to total.txt."),
-                             reply(call("run_shell", command="echo 3 > total.txt")),
-                             answer("I processed each line and then wrote the total to total.txt."))
-    assert code == 0 and out.startswith("I processed")
-    assert note_in(fake.requests[2]) == aids.NOTES["missing"].format(name="total.txt")
-    assert len(fake.requests) == 4  # written now: the same words are an answer
-
-
-@pytest.mark.parametrize("plan", ["To solve this, we need to implement to_roman and run the tests.",
-                                  "I will write the new content for backup.sh and then run it.",
-                                  "Let's add the flag.",
-                                  "The script needs to be updated to copy the .txt files.",
-                                  "The script does not exist. You need to create it and add the code.",
-                                  "The loop should be changed to count from 1."])
-def test_a_plan_is_not_an_answer(run_agent, fake, workspace, plan):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer(plan), answer("Done: it works."))
-    assert code == 0 and out == "Done: it works.\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["plan"]
-
-
-def test_an_echoed_call_that_is_no_valid_call_gets_a_note(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("a\n")
-    echo = '<tool_call>{"name": "run_shell", "arguments": {"command": "ls"</tool_call> and then more'
-    code, out, _ = run_agent(reply(call("read_file", path="a.txt")), answer(echo), answer("It holds a."))
-    assert code == 0 and out == "It holds a.\n"
-    assert "Nothing was done" in note_in(fake.requests[2])
 
 
 # --- the core's own help: parser errors, overflow, reasoning, the start-up check -----------------------
@@ -544,38 +332,6 @@ def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_a
     assert code == 0 and fake.gets == []
 
 
-# --- nudge: a change claimed that was never made ------------------------------------------------
-
-def test_a_change_claimed_when_no_file_changed_gets_a_note(run_agent, fake, workspace):
-    (workspace / "todo.py").write_text("print('todo')\n")
-    code, out, _ = run_agent(reply(call("read_file", path="todo.py")), reply(call("run_shell", command="true")),
-                             answer("I've updated todo.py to take --limit."),
-                             answer("todo.py\n```python\nprint('todo', 2)\n```\n"),
-                             reply(call("run_shell", command="python3 todo.py")),
-                             answer("It prints todo 2."))
-    assert code == 0 and out == "It prints todo 2.\n"
-    assert note_in(fake.requests[3]) == aids.NOTES["claimed"]
-    assert (workspace / "todo.py").read_text() == "print('todo', 2)\n"
-
-
-def test_a_change_claimed_after_a_real_change_is_an_answer(run_agent, fake, workspace):
-    code, out, _ = run_agent(reply(call("write_file", path="a.py", content="print(1)\n")),
-                             reply(call("run_shell", command="python3 a.py")), answer("I have created a.py."))
-    assert code == 0 and out == "I have created a.py.\n" and len(fake.requests) == 3
-
-
-def test_a_change_made_by_a_command_counts_as_a_change(run_agent, fake, workspace):
-    (workspace / "a.txt").write_text("old\n")
-    code, _, _ = run_agent(reply(call("run_shell", command="echo new > a.txt")), answer("I've updated a.txt."))
-    assert code == 0 and len(fake.requests) == 2
-
-
-def test_without_nudge_a_claimed_change_is_the_answer(run_agent, fake, workspace):
-    code, out, _ = run_agent(reply(call("run_shell", command="true")), answer("I've fixed it."),
-                             flags=["--no-aid", "nudge"])
-    assert code == 0 and out == "I've fixed it.\n" and len(fake.requests) == 2
-
-
 # --- text-calls: calls planned before the results they needed ------------------------------------
 
 def test_a_read_after_a_failed_command_in_the_same_reply_still_runs(run_agent, fake, workspace):
@@ -599,52 +355,22 @@ def test_a_write_planned_before_the_file_was_read_is_not_run_but_a_write_then_it
 
 def test_without_text_calls_every_call_of_a_reply_runs(run_agent, fake, workspace):
     run_agent(reply(call("run_shell", command="exit 2"), call("run_shell", command="touch ran")), answer("done"),
-              flags=["--no-aid", "text-calls", "--no-aid", "nudge"])
+              flags=["--no-aid", "text-calls"])
     assert (workspace / "ran").exists()
 
 
-@pytest.mark.parametrize("text, claims", [("I've updated todo.py.", True), ("The script was updated to take -i.", True),
-                                          ("The file has been fixed.", True), ("It prints 2.", False),
-                                          ("I will update todo.py.", False)])
-def test_what_counts_as_a_claimed_change(text, claims):
-    assert bool(aids.CLAIMS.search(text)) == claims
-
-
 def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
-    # a note can carry words of the model's reply (a file name it claims); they are escaped like all printed text
+    # a note carries words of the model's reply (the file names and commands it recovered); escaped like all printed text
     import io
     from rich.console import Console
     screen = io.StringIO()
     monkeypatch.setattr(aids, "console", Console(file=screen, force_terminal=True, width=200))
     logged = []
     run = aids.Run("task", None, [], frozenset(aids.NAMES), lambda event, **data: logged.append(data))
-    aids.note("nudge", "evil\x1b[2J\u202e.py is not there", run)
+    aids.note("recovered", "evil\x1b[2J\u202e.py is not there", run)
     assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
     assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()
-    assert logged == [{"kind": "nudge", "text": "evil\x1b[2J\u202e.py is not there"}]  # the transcript keeps it as it was
-
-
-def test_a_file_rewritten_with_the_same_content_is_no_change(run_agent, fake, workspace):
-    # `sed -i` that matches nothing rewrites the file: a new mtime, the same bytes
-    (workspace / "cart.py").write_text("import helpers\n")
-    code, _, _ = run_agent(reply(call("run_shell", command="sed -i 's/helpers.py/formatting.py/' cart.py")),
-                           answer("I changed the imports in cart.py."), answer("I updated cart.py."),
-                           answer("I have changed them, really."))
-    assert note_in(fake.requests[2]) == aids.NOTES["claimed"]
-    assert code == 6  # nothing changed, and the notes for a claimed change ran out
-
-
-def test_an_answer_after_reading_only_the_start_of_a_file_gets_a_note(run_agent, fake, workspace):
-    lines = [f"INFO request req-{n}" for n in range(1000)]
-    (workspace / "big.log").write_text("\n".join(lines[:900] + ["ERROR request req-7309"] + lines[900:]) + "\n")
-    code, out, _ = run_agent(reply(call("read_file", path="big.log")), answer("No line says ERROR."),
-                             reply(call("run_shell", command="grep -n ERROR big.log")), answer("req-7309"))
-    assert code == 0 and out == "req-7309\n"
-    assert note_in(fake.requests[2]) == aids.NOTES["partial"].format(name="big.log")
-    fake.requests.clear()
-    (workspace / "small.log").write_text("ERROR request req-1\n")  # read whole: the answer stands
-    code, _, _ = run_agent(reply(call("read_file", path="small.log")), answer("req-1"))
-    assert code == 0 and len(fake.requests) == 2
+    assert logged == [{"kind": "recovered", "text": "evil\x1b[2J\u202e.py is not there"}]  # the transcript keeps it as it was
 
 
 def test_a_program_ending_in_an_expression_prints_its_value_as_a_notebook_would(run_agent, fake, workspace):
@@ -653,42 +379,6 @@ def test_a_program_ending_in_an_expression_prints_its_value_as_a_notebook_would(
     fake.requests.clear()
     code, _, _ = run_agent(answer("```python\ndef main():\n    print('hi')\nmain()\n```"), answer("ok"))
     assert code == 0 and results(fake.requests[1])[-1] == "exit code: 0\n--- stdout ---\nhi\n"  # None: nothing more
-
-
-def test_a_read_that_finds_no_file_is_a_look_not_a_failure(run_agent, fake, workspace):
-    # the model looks whether hello.py exists, then says what it will do: a plan, not a give-up
-    code, _, _ = run_agent(reply(call("read_file", path="hello.py")), answer("There is no hello.py. I will create it."),
-                           reply(call("write_file", path="hello.py", content="print('hi')\n")),
-                           reply(call("run_shell", command="python3 hello.py")), answer("It prints hi."))
-    assert code == 0 and note_in(fake.requests[2]) == aids.NOTES["plan"]
-    fake.requests.clear()
-    (workspace / "there.txt").write_text("x")  # a read that failed on a file that is there is a failure
-    run_agent(reply(call("read_file", path="there.txt", extra=1)), answer("It cannot be read."), answer("Still not."))
-    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
-    fake.requests.clear()  # so is a read whose arguments are no valid call
-    run_agent(reply(call("read_file", '{"path": "nowhere.txt"')), answer("It cannot be read."), answer("Still not."))
-    assert note_in(fake.requests[2]) == aids.NOTES["failed"]
-
-
-@pytest.mark.parametrize("text, plan", [
-    ("The script needs to be updated to copy the .txt files.", True),
-    ("You need to install the utils module.", True),
-    ("You should run the script again to see the changes.", True),
-    ("The median salary in Engineering is 80250.", False),
-    ("I fixed the glob in backup.sh; sh backup.sh now prints backed up 3 files.", False),
-    ("The request id on the ERROR line is req-7309.", False),
-    ("The files need to be in UTF-8, and they are.", False),
-])
-def test_what_counts_as_a_plan(text, plan):
-    assert bool(aids.PLANS.search(text)) == plan
-
-
-def test_a_botched_write_that_quotes_the_file_it_read_is_no_answer(run_agent, fake, workspace):
-    (workspace / "stats.py").write_text('"""Small statistics helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(values)\n')
-    botched = ('{"name": "write_file", "arguments": {"path": "stats.py", "content": """"""Small statistics helpers."""\n\n\n'
-               'def mean(values):\n    return sum(values) / len(values)\n')
-    code, out, _ = run_agent(reply(call("read_file", path="stats.py")), answer(botched), answer("It is unchanged."))
-    assert "looks like a call to write_file" in note_in(fake.requests[2]) and out == "It is unchanged.\n"
 
 
 def test_a_plan_written_as_calls_is_cut_at_the_first_step_that_needs_a_result(run_agent, fake, workspace):

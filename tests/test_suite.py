@@ -120,12 +120,12 @@ def test_runner_prints_a_table_against_a_scripted_model(fake, tmp_path):
     fizzbuzz = (suite.TASKS / "fizzbuzz" / "solution" / "fizzbuzz.py").read_text()
     fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)),  # fizzbuzz
                    reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),  # as the task says
-                   *[answer("I do not know.")] * 5]  # csv-total: gives up (nudged up to the cap of 4)
+                   answer("I do not know.")]  # csv-total: gives up
     run = subprocess.run([*SUITE, "--base-url", fake.url, "--only", "fizzbuzz", "--only", "csv-total",
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert re.search(r"fizzbuzz\W+yes\W+0\W", run.stdout), run.stdout
-    assert re.search(r"csv-total\W+no\W+6\W", run.stdout), run.stdout  # 6: it answered without ever using a tool
+    assert re.search(r"csv-total\W+no\W+0\W", run.stdout), run.stdout  # an answer, but not the right one
     assert re.search(r"total\W+1/2 \(50%\)", run.stdout), run.stdout
     assert "north_total.txt holds None" in run.stderr  # the check's reason, on the progress line
     assert all(r["model"] == "scripted" for r in fake.requests)  # the default model: the server's own
@@ -238,12 +238,8 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     transcript.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n[1]\n")
     assert suite.acted(transcript) == set()
     assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
-    shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}],
-             "nudge": [{"event": "note", "kind": "nudge", "text": aids.NOTES["failed"]}]}
+    shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}]}
     assert set(shows) == set(aids.NAMES)
-    resampled = {"event": "note", "kind": "resampled", "text": "the reply was empty: the same request is sent again"}
-    transcript.write_text(json.dumps(resampled) + "\n")
-    assert suite.acted(transcript) == {"nudge"}  # nudge's quiet resend is nudge acting too
     for aid, extra in shows.items():
         transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
         assert suite.acted(transcript) == {aid}, aid
@@ -251,47 +247,50 @@ def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
     assert suite.acted(transcript) == {"text-calls"}
 
 
+FENCED_TRUE = '```json\n{"name": "run_shell", "arguments": {"command": "true"}}\n```'  # a call written as text
+
+
 def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
     fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
     fizzbuzz = (suite.TASKS / "fizzbuzz" / "solution" / "fizzbuzz.py").read_text()
     fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)),  # fizzbuzz: no aid acts
                    reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),
-                   *[answer("I do not know.")] * 5]  # csv-total: nudge's notes, until they run out (exit 6)
+                   answer(FENCED_TRUE), answer("I do not know.")]  # csv-total: text-calls runs the fenced call
     out, both = tmp_path / "out", ["--only", "fizzbuzz", "--only", "csv-total"]
     run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--label", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"nudge"}
+    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"text-calls"}
     assert suite.acted(out / "all" / "fizzbuzz" / "transcript.jsonl") == set()
     fake.requests.clear()
-    fake.script = [answer("I do not know.")]
+    fake.script = [answer(FENCED_TRUE)]
     run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--ablate", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert len(fake.requests) == 1  # csv-total under --no-aid nudge, taken at its word; nothing else ran
-    assert sorted(p.name for p in (out / "no-nudge").iterdir()) == ["ablation.json", "csv-total"]
-    result = json.loads((out / "no-nudge" / "csv-total" / "result.json").read_text())
-    assert result["agent_flags"] == ["--no-aid", "nudge"] and result["exit"] == 0 and not result["solved"]
-    assert json.loads((out / "no-text-calls" / "ablation.json").read_text()) == {"like": "all", "aid": "text-calls", "acted": []}
+    assert len(fake.requests) == 1  # csv-total under --no-aid text-calls: the fenced call is the answer; nothing else ran
+    assert sorted(p.name for p in (out / "no-text-calls").iterdir()) == ["ablation.json", "csv-total"]
+    result = json.loads((out / "no-text-calls" / "csv-total" / "result.json").read_text())
+    assert result["agent_flags"] == ["--no-aid", "text-calls"] and result["exit"] == 0 and not result["solved"]
+    assert json.loads((out / "no-text-calls" / "ablation.json").read_text()) == {
+        "like": "all", "aid": "text-calls", "acted": ["csv-total"]}
     rows = subprocess.run([*SUITE, "--report", str(out)], capture_output=True, text=True, timeout=60).stdout.splitlines()
     dev, holdout = (len(json.loads((suite.TASKS / "split.json").read_text())[s]) for s in ("dev", "holdout"))
     table = " ".join(rows)
     assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
-    assert f"| no-nudge | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
-    assert f"| no-text-calls | 1/2 of {dev} (0 run again) | 0/0 of {holdout} (0 run again) |" in table
+    assert f"| no-text-calls | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
 
 
 def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
     fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
-    fake.script = [*[answer("I do not know.")] * 5]  # nudge's notes, until they run out (exit 6)
+    fake.script = [answer(FENCED_TRUE), answer("I do not know.")]
     out, one = tmp_path / "out", ["--only", "csv-total"]
     run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--label", "all", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    fake.script = [answer("I do not know.")]
+    fake.script = [answer(FENCED_TRUE)]
     run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--ablate", "all", "--aid", "text-calls", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-text-calls"]  # no no-nudge: not named
-    bad = subprocess.run([*SUITE, "--aid", "nudge", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-text-calls"]
+    bad = subprocess.run([*SUITE, "--aid", "telepathy", "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--aid" in bad.stderr and "Traceback" not in bad.stderr
