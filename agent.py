@@ -68,7 +68,7 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
     """The agent loop. `ask(messages, enough)` is one model call; `on` names the aids switched on.
     Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    state = aids.Run(task, settings, messages, frozenset(on), log)  # what the aids see of the run
+    state = aids.Run(settings, frozenset(on), log)  # what the aids see of the run
     for turn in range(1, max_turns + 1):
         aids.turn(state)  # aids: a turn begins
         choice = ask(messages, lambda text: aids.complete(text, state)).choices[0]  # aid: stop after a call in text

@@ -12,8 +12,7 @@ Each aid answers one failure seen in small models in general, never one task:
                 the prose after it (the streamed reply is stopped once the call is complete)
 
 An aid knows only what happened in the run: the files read and written, the commands and their
-exit codes, tracebacks, and the model's own replies (`Run`). None reads the task's wording to
-decide what the task asks; the task's text is only ever repeated back to the model.
+exit codes, tracebacks, and the model's own replies (`Run`). It is not given the task at all.
 
 Left out on purpose: forcing replies through a JSON schema (the 1.5B model filled the schema
 with placeholders), summarising with the model, and any rule that names a task. Measured and
@@ -47,9 +46,7 @@ console = Console(stderr=True, highlight=False)
 class Run:
     """What happened in a run so far: everything an aid may know."""
 
-    task: str
     settings: Settings
-    messages: list  # the conversation, as sent
     on: frozenset = frozenset(NAMES)  # the aids switched on
     log: Callable = lambda event, **data: None
     calls: list = field(default_factory=list)  # (name, arguments, Result) of every call, in order
@@ -114,7 +111,9 @@ def written(text: str, run: Run, whole: bool) -> tuple[list, list]:
 
 
 CLOSES = re.compile(r"```|</[\w-]+>|<\|tool_calls_section_end\|>")  # what can end a call written as text: a fence, </tools>
-IMAGINED = "<tool_response>"  # how Qwen's chat template wraps a tool's result: the model writing one imagines it
+# How Qwen's chat template begins a tool's result, on a line of its own: a model writing one imagines it.
+# (In the middle of a line, after `"content": "`, the model is copying a result it saw: see recover._open_ended.)
+IMAGINED = re.compile(r"^[ \t]*<tool_response>", re.M)
 
 
 def complete(text: str, run: Run) -> int | None:
@@ -126,13 +125,14 @@ def complete(text: str, run: Run) -> int | None:
     after it, 200-500 tokens around a call of 50-150; on a CPU that is most of a turn. Nothing
     planned after a command or a read runs anyway (see blind: it needs that output first); after
     a file written as a block the reply goes on, since the command that runs it often follows.
-    Also stopped: a reply that starts writing a tool's response itself (IMAGINED). Small models
-    go on to invent the output of the call they meant, up to the token limit; the reply is kept
-    up to the tag, so the invention is neither generated nor in the history."""
+    Also stopped: a reply that has written a call and starts writing its result itself (IMAGINED).
+    Small models go on to invent the output of the call they meant, up to the token limit; the
+    reply is kept up to the tag, so the invention is neither generated nor in the history, and the
+    call runs. (With no call before the tag, the reply is left alone: it is the model's answer.)"""
     if "text-calls" not in run.on:
         return None
-    if IMAGINED in text[-60:]:
-        return text.index(IMAGINED)
+    if (imagined := IMAGINED.search(text, max(0, len(text) - 60))) and written(text[:imagined.start()], run, False)[0]:
+        return imagined.start()
     if not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
         return None
     calls = written(text, run, whole=False)[0]  # (still streaming: no call runs to the end yet)

@@ -491,6 +491,8 @@ _LAST_STRING = re.compile(r'''\{\s*"name"\s*:\s*"([\w.]+)"\s*,\s*"(?:arguments|p
                           r'''((?:\s*"\w+"\s*:\s*"(?:[^"\\\n]|\\.)*"\s*,)*)\s*"(\w+)"\s*:\s*("""|\'\'\'|")''')
 _ESCAPE = re.compile(r'\\(["\\/\'nt])')
 _ESCAPED = {"n": "\n", "t": "\t"}
+# a tool's result copied whole, in the wrapper Qwen's chat template puts around it, to the end of the reply
+_COPIED = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>[\s\"'}`]*\Z", re.S)
 
 
 def _open_ended(text, start):
@@ -504,23 +506,30 @@ def _open_ended(text, start):
     quotes at the end of the reply (only closing braces, a closing fence or tag may follow; a
     fence may stand for the quotes). Of the ways to read it (verbatim, escapes read as JSON
     would, the opening quotes as the file's own) the first is kept, or for a .py file the first
-    that is valid Python; if none is, the call is not guessed at."""
+    that is valid Python; if none is, the call is not guessed at.
+
+    A string that starts with `<tool_response>` and ends the reply with `</tool_response>` is a
+    tool's result the model copied whole, with the wrapper its chat template put around it (seen:
+    a file read, then written under a new name): the text inside is the content, as it came."""
     if not (head := _LAST_STRING.match(text, start)):
-        return None
-    quote = re.escape(head[4])
-    tail = re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
-    if not tail or tail.start() <= head.end():
         return None
     try:
         others = json.loads("{" + head[2].rstrip().removesuffix(",") + "}")
     except ValueError:
         return None
-    body = text[head.end():tail.start()]
-    unescaped = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), body)
-    if "\n" not in unescaped:  # one line is no file's content: there, the quotes are more likely wrong than the braces
+    quote = re.escape(head[4])
+    tail = re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
+    if copied := _COPIED.match(text, head.end()):
+        readings = [copied[1]]
+    elif not tail or tail.start() <= head.end():
         return None
-    readings = ([textwrap.dedent(body.removeprefix("\n")), unescaped, head[4] + body, head[4] + unescaped]
-                if len(head[4]) == 3 else [unescaped, body] if "\n" in body else [unescaped])
+    else:
+        body = text[head.end():tail.start()]
+        unescaped = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), body)
+        if "\n" not in unescaped:  # one line is no file's content: there, the quotes are more likely wrong than the braces
+            return None
+        readings = ([textwrap.dedent(body.removeprefix("\n")), unescaped, head[4] + body, head[4] + unescaped]
+                    if len(head[4]) == 3 else [unescaped, body] if "\n" in body else [unescaped])
     if str(others.get("path")).endswith(".py"):  # write_file refuses invalid Python: keep what it would take
         readings = [reading for reading in readings if not syntax_error(reading)]
     return ({"name": head[1], "arguments": {**others, head[3]: readings[0]}}, len(text)) if readings else None

@@ -366,7 +366,7 @@ def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
     screen = io.StringIO()
     monkeypatch.setattr(aids, "console", Console(file=screen, force_terminal=True, width=200))
     logged = []
-    run = aids.Run("task", None, [], frozenset(aids.NAMES), lambda event, **data: logged.append(data))
+    run = aids.Run(None, frozenset(aids.NAMES), lambda event, **data: logged.append(data))
     aids.note("recovered", "evil\x1b[2J\u202e.py is not there", run)
     assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
     assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()

@@ -197,6 +197,14 @@ def test_botched_calls_and_final_answers_are_no_calls(text):
     assert recover_calls(text, NAMES) == []
 
 
+def test_a_result_copied_with_the_templates_wrapper_is_read_without_it():
+    # Qwen's template shows a result as <tool_response>\nTEXT\n</tool_response>; the model copies it whole
+    copy = '{"name": "write_file", "arguments": {"path": "b.py", "content": """<tool_response>\nx = 1\n\n</tool_response>'
+    assert recover_calls(copy, NAMES) == [("write_file", json.dumps({"path": "b.py", "content": "x = 1\n"}))]
+    assert recover_calls(copy.replace("x = 1", "x = ("), NAMES) == []  # no valid Python: not guessed at
+    assert recover_calls(copy.removesuffix("</tool_response>"), NAMES) == []  # no closing tag: no copy
+
+
 # --- whole files shown as code blocks (file_blocks) -------------------------------------------
 
 STATS = "def mean(v):\n    return sum(v) / len(v)\n\n\ndef median(v):\n    return sorted(v)[len(v) // 2]\n"

@@ -58,17 +58,32 @@ def test_a_reply_is_stopped_once_its_command_is_complete(run_agent, fake):
     assert "generation stopped" in err
 
 
-def test_a_reply_that_starts_imagining_a_tool_response_is_stopped_there(run_agent, fake, workspace):
+def test_a_reply_that_imagines_the_result_of_its_call_is_stopped_there(run_agent, fake, workspace):
     fake.delay, fake.piece = 0.01, 8
-    made_up = "Here's how:\n\n<tool_response>\nexit code: 0\n--- stdout ---\n" + "[123, 456, 789] " * 60
-    code, out, _ = run_agent(answer(made_up), answer("```sh\necho 42\n```"), answer("It is 42."))
-    assert code == 0 and out == "It is 42.\n"
+    made_up = "\n<tool_response>\nexit code: 0\n--- stdout ---\n" + "[123, 456, 789] " * 60
+    code, out, _ = run_agent(answer(CALL + made_up), answer("It printed hi."))
+    assert code == 0 and out == "It printed hi.\n"
     assert fake.streams[0]["hung_up"] and fake.streams[0]["chunks"] < fake.streams[0]["total"] - 100
-    assert fake.requests[1]["messages"][2] == {"role": "assistant", "content": "Here's how:\n\n"}  # kept up to the tag
+    assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"  # the call ran
     assert "tool_response" not in json.dumps(fake.requests[1]) and "[123, 456" not in json.dumps(fake.requests[1])
+    # with no call before it, the reply is left alone: it is the model's answer, as in the plain loop
     fake.requests.clear()
-    code, out, _ = run_agent(answer(CALL + "\n<tool_response>\nhi\n" + EXPLANATION), answer("It printed hi."))
-    assert code == 0 and fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nhi\n"
+    code, out, _ = run_agent(answer("Here's how:\n" + made_up), answer("never asked"))
+    assert code == 0 and out == "Here's how:\n" + made_up + "\n" and not fake.streams[-1]["hung_up"]
+
+
+def test_a_tool_response_copied_into_a_write_is_not_stopped_and_is_written_without_its_wrapper(run_agent, fake, workspace):
+    # seen from the 1.5B model: helpers.py read, then written under its new name with the
+    # template's wrapper copied around it, the reply ending at the closing tag
+    source = '"""Formatting helpers."""\n\n\ndef fmt(x):\n    return f"{x:.2f}"\n'
+    (workspace / "helpers.py").write_text(source)
+    fake.delay, fake.piece = 0.01, 8
+    copy = '{"name": "write_file", "arguments": {"path": "formatting.py", "content": """<tool_response>\n' + source + "\n</tool_response>"
+    code, _, _ = run_agent(answer('```json\n{"name": "read_file", "arguments": {"path": "helpers.py"}}\n```'),
+                           answer(copy), answer("Done."))
+    assert code == 0 and not fake.streams[1]["hung_up"]  # a tag in the middle of a line is no imagined result
+    assert (workspace / "formatting.py").read_text() == source
+    assert fake.requests[2]["messages"][-1]["content"].startswith("wrote")
 
 
 def test_a_call_in_any_closed_tag_stops_the_reply_and_its_repeats_are_never_generated(run_agent, fake):
