@@ -112,7 +112,7 @@ def test_agent_answers_through_a_real_server(llama_server, tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     # One turn: a 0.5B model can ramble for the agent's whole reply budget, and every documented
-    # ending of a one-turn run is fine here: 0 (an answer) or 3 (it called a tool instead).
+    # ending of a one-turn run is fine here: 0 (an answer) or 3 (it called a tool, or was cut off).
     result = subprocess.run(
         [sys.executable, str(ROOT / "agent.py"), "--base-url", llama_server.url, "--model", llama_server.model,
          "--workspace", str(workspace), "--max-turns", "1", "--plain", "--transcript", str(tmp_path / "run.jsonl"), task],
@@ -167,7 +167,7 @@ def test_the_default_model_completes_a_file_writing_task(default_model_server, t
         run = subprocess.run([sys.executable, "hello.py"], cwd=workspace, capture_output=True, text=True, timeout=60)
         events = [json.loads(line) for line in log.read_text().splitlines()]
         tools_run = [e["name"] for e in events if e["event"] == "tool"]
-        if result.returncode in (0, 6) and run.stdout == "Hello, tooloop!\n" and tools_run[-1:] == ["run_shell"]:
-            return  # 6: answered without the run the aids asked for; the last tool it used ran the file
+        if result.returncode == 0 and run.stdout == "Hello, tooloop!\n" and tools_run[-1:] == ["run_shell"]:
+            return  # the last tool it used ran the file
         failures.append(f"run {attempt + 1}: exit {result.returncode}\n{result.stderr[-2000:]}")
     pytest.fail("\n\n".join(failures))
