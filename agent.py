@@ -46,6 +46,7 @@ EXIT_CODES = {
     2: "usage or configuration error (bad flags, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
+    5: "the model ended the run with an empty reply: no call and no answer",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
@@ -79,8 +80,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NA
         if not calls and choice.finish_reason == "length":  # cut off: no answer yet, and the model is told
             messages.append({"role": "user", "content": prompts.CUT_OFF})
             continue
-        if not calls:  # the model's answer
-            return 0, text
+        if not calls:  # the model's answer (an empty one is none: exit 5 says so)
+            return (0 if text.strip() else 5), text
         cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
             show_call(name, arguments)

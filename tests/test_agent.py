@@ -544,6 +544,8 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
     if code == 4:
         big_file(workspace)
         return run_agent(reply(call("read_file", path="big.txt")), *[OVERFLOW] * 10)[:2]
+    if code == 5:  # an empty reply, under --plain too: the core's rule
+        return run_agent(answer(" \n"), flags=["--plain"])[:2]
     raise AssertionError(code)
 
 
@@ -557,7 +559,7 @@ def test_every_exit_code_is_reachable(run_agent, workspace, code):
 
 
 def test_the_exit_codes_are_the_documented_set_and_listed_in_help():
-    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 130}  # (5 and 6 went with the aids that used them)
+    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 130}  # (6 went with the aid that used it)
     assert "test_ctrl_c_stops_the_command_and_exits_130" in globals()  # 130 is reached there
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
     for code in agent.EXIT_CODES:
