@@ -22,7 +22,7 @@ sent as one user message: the model acted every turn, but repeated its own calls
 order planted in a file once the file's text sat in the user's message instead of a tool's) and
 `nudge` (a note with the task restated when a reply that would end the run was no answer yet:
 empty, a plan, code only in the reply, a change claimed but never made, work never run; switched
-off it lost no task in four measured codes, and runs took half the time).
+off, holdout lost nothing at four measured codes, and runs took half the time).
 """
 
 import json

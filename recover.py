@@ -517,13 +517,13 @@ def _open_ended(text, start):
         others = json.loads("{" + head[2].rstrip().removesuffix(",") + "}")
     except ValueError:
         return None
-    quote = re.escape(head[4])
-    tail = re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
     if copied := _COPIED.match(text, head.end()):
         readings = [copied[1]]
-    elif not tail or tail.start() <= head.end():
-        return None
     else:
+        quote = re.escape(head[4])
+        tail = re.compile(rf"(?:(?<!\\){quote}\s*(?:}}\s*)*(?:```|</[\w-]+>)?|```)\s*\Z").search(text, head.end())
+        if not tail or tail.start() <= head.end():
+            return None
         body = text[head.end():tail.start()]
         unescaped = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), body)
         if "\n" not in unescaped:  # one line is no file's content: there, the quotes are more likely wrong than the braces

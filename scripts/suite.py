@@ -207,8 +207,8 @@ def table(title: str, rows: list[dict]) -> Table:
 def acted(transcript: Path) -> set[str]:
     """The aids that acted in one run, read from its transcript: the notes they logged, and the
     results they put in place of a call's (text-calls: SKIPPED).
-    Not seen: a reply text-calls cut at `<tool_response>` with no call in it, since the core's
-    "stopped" note is the same for a native call (none in the runs the README reports)."""
+    (A reply text-calls cuts at an imagined `<tool_response>` always holds a call it recovered, so
+    that cut is seen through the "recovered" note.)"""
     found = set()
     kinds = {"recovered": "text-calls", "trimmed": "text-calls"}
     try:
