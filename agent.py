@@ -6,9 +6,11 @@
 endpoint, append the reply as it came back, run each tool call it asks for through
 `tools.dispatch`, append the result, and repeat until the model answers without a call or the
 turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
-validates and checks permissions; errors go back to the model as values; a hard cap).
-Small local models need more, and that lives in aids.py, which the loop asks at five named
-places; `--plain` switches every aid off, `--no-aid NAME` one of them.
+validates and checks permissions; errors go back to the model as values; a hard cap). The
+rule covers the end of the run too: with `--check CMD`, the model's "done" is only a proposal,
+and the user's command decides (`run_check`); its failure goes back to the model with the files
+at stake (`check_failed`). Small local models need more, and that lives in aids.py, which the
+loop lets act at four named places (`aids.Hooks`); `--plain` switches every aid off.
 
 The rest is the model call (`caller`, through the openai client, every reply streamed and
 shown as it arrives: `assemble`), compaction when the context is full (`compact`, the one place
@@ -37,16 +39,18 @@ import prompts
 import sandbox
 import transcript
 from transcript import printable
-from screen import Streamed, asker, console, note, render, show_call, show_end, show_json, show_reply, show_result, show_usage
-from tools import TOOLS, Result, Settings, dispatch
+from screen import (Streamed, asker, console, note, render, show_call, show_check, show_end, show_json, show_reply,
+                    show_result, show_usage)
+from tools import TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
 
 EXIT_CODES = {
-    0: "the model gave a final answer (printed on stdout)",
+    0: "the model gave a final answer (printed on stdout); with --check, the check passed",
     1: "the model endpoint failed (unreachable, or an HTTP error after retries)",
-    2: "usage or configuration error (bad flags, no working sandbox for shell commands)",
+    2: "usage or configuration error (bad flags, a missing --file, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
-    5: "the model ended the run with an empty reply: no call and no answer",
+    5: "the model ended the run with an empty reply: no call and no answer (without --check)",
+    6: "the model answered, but the check still failed after --check-rounds failed checks",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
@@ -55,6 +59,7 @@ MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a 
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
 CUT = Result(prompts.CUT_OFF, ok=False)
+CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
                "scripts/serve.py, or point --base-url / OPENAI_BASE_URL at another.")
@@ -64,35 +69,78 @@ class Stop(Exception):
     """The run cannot go on: Stop(exit code, a message that says why and what to do)."""
 
 
-def run(task: str, ask, settings: Settings, max_turns: int, on=frozenset(aids.NAMES),
-        log=lambda event, **data: None) -> tuple[int, str]:
-    """The agent loop. `ask(messages, enough)` is one model call; `on` names the aids switched on.
+def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = aids.Hooks(),
+        check: str | None = None, rounds: int = 3, log=lambda event, **data: None) -> tuple[int, str]:
+    """The agent loop. `ask(messages, stop)` is one model call; `hooks` are the aids' (none: the
+    plain loop); `check` is the user's command that decides when the work is done.
     Returns (exit code, final answer)."""
     messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
-    state = aids.Run(settings, frozenset(on), log)  # what the aids see of the run
+    failed = 0  # checks that failed so far
     for turn in range(1, max_turns + 1):
-        aids.turn(state)  # aids: a turn begins
-        choice = ask(messages, lambda text: aids.complete(text, state)).choices[0]  # aid: stop after a call in text
+        choice = ask(messages, hooks.stop).choices[0]  # aid: stop the reply once its call is complete
         message, text = choice.message, choice.message.content or ""
         calls = [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
-        calls = calls or aids.recover(text, choice.finish_reason, state)  # aid: calls written as text
+        calls = hooks.after_reply(text, choice.finish_reason, calls)  # aid: calls written as text
         messages.append(as_history(message, calls))
         if not calls and choice.finish_reason == "length":  # cut off: no answer yet, and the model is told
             messages.append({"role": "user", "content": prompts.CUT_OFF})
             continue
-        if not calls:  # the model's answer (an empty one is none: exit 5 says so)
+        if not calls and not check:  # the model's answer (an empty one is none: exit 5 says so)
             return (0 if text.strip() else 5), text
+        if not calls:  # the model says it is done; the user's check decides
+            result = run_check(check, settings, turn, log)
+            failed += not result.ok
+            if result.ok or failed == rounds:
+                return (0 if result.ok else 6), text
+            messages.append({"role": "user", "content": check_failed(check, result, settings)})
+            continue
         cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
             show_call(name, arguments)
-            result = aids.instead(name, arguments, state) or (CUT if cut else dispatch(name, arguments, settings))
-            result = aids.after(name, arguments, result, state)  # what the aids know of each call
+            result = hooks.before_call(name, arguments) or (CUT if cut else dispatch(name, arguments, settings))
+            hooks.after_call(name, arguments, result)  # what the aids know of each call
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result.text})
     console.print(f"stopped: {max_turns} model calls without a final answer "
                   "(raise --max-turns to allow more)", style="bold yellow")
     return 3, ""
+
+
+# --- the user's check, and the files the user names ------------------------------------------
+
+def run_check(command: str, settings: Settings, turn: int, log=lambda event, **data: None) -> Result:
+    """Run the user's check as run_shell runs a command: in the sandbox, with its time limit (a
+    check that hangs is killed and fails). The model never proposed it, so no permission asks."""
+    result = run_shell(command, settings=settings)
+    result = Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
+    show_check(command, result.text, result.ok)
+    log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text)
+    return result
+
+
+def check_failed(command: str, result: Result, settings: Settings) -> str:
+    """The message after a failed check: a fixed text, the check's output (head and tail), and
+    the current content of the files the run wrote and the files the user named, so the model
+    sees the failure and the code together, as in aider's benchmark protocol."""
+    root = settings.workspace.resolve()
+    paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.written if p.is_file())
+    output = result.text if len(result.text) <= CHECK_OUTPUT else (
+        result.text[:CHECK_OUTPUT // 2] + prompts.SHORTENED.format(cut=len(result.text) - CHECK_OUTPUT)
+        + result.text[-CHECK_OUTPUT // 2:])
+    files = prompts.FIX_THESE.format(attached=attached(paths, settings)) if paths else prompts.FIX_FOUND
+    return prompts.CHECK_FAILED.format(command=command, output=output, files=files)
+
+
+def attached(paths: list[str], settings: Settings) -> str:
+    """Files shown to the model in a message, each under its name, as read_file reads them (the
+    same permission checks and cap: a large file comes as its head, with how to read the rest).
+    A file shown whole counts as read, so write_file may replace it."""
+    shown = []
+    for path in paths:
+        text = dispatch("read_file", json.dumps({"path": path}), settings).text
+        shown.append(prompts.ATTACHED.format(path=path, content=text.rstrip("\n")))
+    return "".join(shown)
 
 
 def as_history(message, calls: list) -> dict:
@@ -128,11 +176,11 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries,
                            http_client=openai.DefaultHttpxClient(event_hooks={"response": [once]}))
 
-    def send(request: dict, screen=lambda kind, piece: False) -> ChatCompletion:
+    def send(request: dict, show=lambda kind, piece: None, stop=lambda text: None) -> ChatCompletion:
         try:
             stream = client.chat.completions.create(**{k: v for k, v in request.items() if k not in EXTRAS},
                                                     extra_body={k: request[k] for k in EXTRAS if k in request})
-            return assemble(stream, screen)
+            return assemble(stream, show, stop)
         except openai.APIConnectionError as error:  # (a timeout is one too, mid-stream as well)
             raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
         except openai.APIError as error:  # an HTTP error status, or an error sent inside the stream
@@ -150,13 +198,13 @@ def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
     return send
 
 
-def assemble(stream, screen) -> ChatCompletion:
-    """A streamed reply, put together as the whole reply would have come. `screen(kind, piece)`
-    shows each piece as it arrives and says how much of the text so far to keep when it holds a
-    complete call written as text (aids.complete), else None. Then the stream is closed, and llama-server stops
-    generating: the explanation a small model writes after its call costs nothing and is never
-    in the history. (A structured call needs no such stop: with parallel_tool_calls off the
-    server ends the reply after it.)"""
+def assemble(stream, show, stop) -> ChatCompletion:
+    """A streamed reply, put together as the whole reply would have come. `show(kind, piece)`
+    shows each piece as it arrives; `stop(text)` says how much of the text so far to keep when it
+    holds a complete call written as text (the text-calls aid), else None. Then the stream is
+    closed, and llama-server stops generating: the explanation a small model writes after its call
+    costs nothing and is never in the history. (A structured call needs no such stop: with
+    parallel_tool_calls off the server ends the reply after it.)"""
     text, reasoning, calls, finish, usage, extra, keep, first = "", "", [], None, None, {}, None, None
     with stream:
         for chunk in stream:
@@ -164,10 +212,11 @@ def assemble(stream, screen) -> ChatCompletion:
             for delta, finish in ((c.delta, c.finish_reason or finish) for c in chunk.choices):
                 if piece := getattr(delta, "reasoning_content", None):
                     reasoning += piece
-                    screen("reasoning", piece)
+                    show("reasoning", piece)
                 if delta.content:
                     text += delta.content
-                    keep = screen("content", delta.content)
+                    show("content", delta.content)
+                    keep = stop(text)
                 for part in delta.tool_calls or []:
                     if part.index == len(calls):
                         calls.append({"id": part.id or f"call_{part.index}", "type": "function",
@@ -192,13 +241,13 @@ def assemble(stream, screen) -> ChatCompletion:
 
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
            log=lambda event, **data: None, show_request: bool = False):
-    """ask(messages, enough) for `run`: build the request, send it, account for it and show it.
+    """ask(messages, stop) for `run`: build the request, send it, account for it and show it.
 
     A parser error gets one corrective note and one retry; an overflow compacts the history and
-    retries. `enough(text)` says how much of a streaming reply to keep once it holds a complete
-    call, else None (aids.complete). `send(request, screen)` is the live endpoint, or a
+    retries. `stop(text)` says how much of a streaming reply to keep once it holds a complete
+    call, else None (the text-calls aid). `send(request, show, stop)` is the live endpoint, or a
     transcript (--replay)."""
-    def ask(messages: list, enough=lambda text: None):
+    def ask(messages: list, stop=lambda text: None):
         retried = False
         while True:
             request = dict(model=model, messages=messages,
@@ -210,8 +259,8 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
                 show_json("request", request)
             started = time.monotonic()
             try:
-                with Streamed(enough) as screen:  # each piece shown as it arrives
-                    response = send(request, screen)
+                with Streamed() as screen:  # each piece shown as it arrives
+                    response = send(request, screen, stop)
             except ParserError as error:
                 if retried:
                     raise Stop(1, f"error: the server could not parse the model's reply twice ({error})") from None
@@ -291,12 +340,12 @@ def shrunk(call: dict) -> dict:
     """A write_file call with its content replaced by a stub (the file is on disk)."""
     if call["function"]["name"] != "write_file" or len(call["function"]["arguments"]) <= 200:
         return call
-    stub = json.dumps({**aids.parsed(call["function"]["arguments"]), "content": "[compacted]"})
+    stub = json.dumps({**parsed(call["function"]["arguments"]), "content": "[compacted]"})
     return {**call, "function": {**call["function"], "arguments": stub}}
 
 
 def check_endpoint(base_url: str, api_key: str) -> int | None:
-    """Start-up check: is the server there, and (llama-server only) how large is its context (the
+    """Start-up probe: is the server there, and (llama-server only) how large is its context (the
     result) and can its chat template do tools? One GET, through the openai client as the chat
     requests go (user:password@ too); a plain OpenAI-compatible server answers 404: None."""
     root = base_url.rstrip("/").removesuffix("/v1")
@@ -324,7 +373,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = {**dotenv_values(".env"), **os.environ}
     parser = argparse.ArgumentParser(
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
-        epilog="aids (small-model helpers, all on unless --plain or --no-aid NAME; see aids.py):\n"
+        epilog="aids (small-model helpers, on unless --plain; see aids.py):\n"
                + "\n".join(f"  {name}" for name in aids.NAMES)
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -344,11 +393,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "read-only: refuse writes and commands (env TOOLOOP_APPROVAL)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run shell commands unconfined when bubblewrap is missing (dangerous)")
+    parser.add_argument("--check", metavar="CMD", default=env.get("TOOLOOP_CHECK") or None,
+                        help="your definition of done: a shell command run (sandboxed) each time the model answers; "
+                             "its failure goes back to the model (env TOOLOOP_CHECK)")
+    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "3",
+                        help="end with exit 6 at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 3)")
+    parser.add_argument("--file", metavar="PATH", action="append", default=[],
+                        help="a file that comes with the task: its content is in the first message, and it "
+                             "counts as read (repeatable)")
     parser.add_argument("--plain", action="store_true",
                         help="no aids at all: the article's loop with the lesson's rules, nothing more")
-    parser.add_argument("--no-aid", action="append", default=[], metavar="NAME", choices=aids.NAMES,
-                        help="switch one aid off (repeatable): " + ", ".join(aids.NAMES))
-    parser.add_argument("--no-check", action="store_true", help="skip the start-up check of the endpoint")
+    parser.add_argument("--no-probe", action="store_true", help="skip the start-up probe of the endpoint (GET /props)")
     parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
                         help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
                              ".tooloop/<time>.jsonl in the workspace; 'off' for none)")
@@ -359,8 +414,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
-    if args.max_turns < 1 or args.timeout <= 0:
-        parser.error("--max-turns and --timeout must be positive")
+    if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1:
+        parser.error("--max-turns, --timeout and --check-rounds must be positive")
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace!r} is not a folder")
     for name in ("replay", "render"):
@@ -373,21 +428,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    console.quiet = aids.console.quiet = args.quiet
+    console.quiet = args.quiet
     if args.render:
         return render(transcript.read(args.render))
     recorded = transcript.read(args.replay) if args.replay else []
-    task = args.task or next((e["task"] for e in recorded if e["event"] == "start"), "")
+    started = next((e for e in recorded if e["event"] == "start"), {"config": {}})  # a replay's settings
+    task = args.task or started.get("task", "")
+    check, files = args.check or started["config"].get("check"), args.file or started["config"].get("files", [])
     workspace = Path(args.workspace).resolve()
     secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
                         sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets)
-    if settings.sandbox and args.approval != "read-only" and (why := sandbox.probe()):
+    if settings.sandbox and (args.approval != "read-only" or check) and (why := sandbox.probe()):
         console.print(f"error: shell commands cannot run here: no working sandbox ({printable(why)}). Fix: run "
                       "scripts/setup (installs bubblewrap), or pass --approval read-only, or "
                       "--unsafe-no-sandbox to run commands unconfined.", style="bold red", markup=False)
         return 2
-    on = frozenset() if args.plain else frozenset(aids.NAMES) - set(args.no_aid)
+    for i, path in enumerate(files):  # the files the user names: each must be readable, before any model call
+        result = dispatch("read_file", json.dumps({"path": path}), settings)
+        if not result.ok:
+            console.print(Text(printable(f"error: --file {path}: {result.text.removeprefix('Error: ')}"),
+                               style="bold red"))
+            return 2
+        settings.named.add(inside(path, settings))
+        files[i] = str(inside(path, settings).relative_to(workspace))
     path = args.transcript or workspace / ".tooloop" / time.strftime("%Y%m%d-%H%M%S.jsonl")
     try:
         log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets)
@@ -399,18 +463,21 @@ def main(argv: list[str] | None = None) -> int:
     console.print(Text(printable(task)), style="bold magenta")
     try:
         if recorded:
-            send, check = transcript.replayer(recorded)
-            hook = lambda event, **data: (log(event, **data), check(event, **data))  # noqa: E731
+            send, compare = transcript.replayer(recorded)
+            hook = lambda event, **data: (log(event, **data), compare(event, **data))  # noqa: E731
             n_ctx = next((e["config"].get("n_ctx") for e in recorded if e["event"] == "start"), None)
         else:
-            send, check, hook = live(args.base_url, args.api_key), None, log
-            n_ctx = None if args.no_check else check_endpoint(args.base_url, args.api_key)
+            send, compare, hook = live(args.base_url, args.api_key), None, log
+            n_ctx = None if args.no_probe else check_endpoint(args.base_url, args.api_key)
         log("start", task=task, config={"base_url": transcript.shown(args.base_url), "model": args.model,
                                         "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
                                         "approval": args.approval, "sandbox": settings.sandbox,
-                                        "aids": sorted(on), "replay": args.replay})
+                                        "aids": [] if args.plain else list(aids.NAMES), "check": check,
+                                        "check_rounds": args.check_rounds, "files": files, "replay": args.replay})
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
-        code, answer = run(task, ask, settings, args.max_turns, on, hook)
+        hooks = aids.Hooks() if args.plain else aids.text_calls(settings, hook)
+        first = task + (prompts.WITH_FILES.format(files=attached(files, settings)) if files else "")
+        code, answer = run(first, ask, settings, args.max_turns, hooks, check, args.check_rounds, hook)
     except Stop as stop:
         code, message = stop.args
         console.quiet = False
@@ -426,9 +493,9 @@ def main(argv: list[str] | None = None) -> int:
             log("removed", removed=settings.removed)
         log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"))
     if args.replay:
-        for line in check.divergences:
+        for line in compare.divergences:
             console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
-        console.print(f"replay: {len(check.divergences)} divergence(s) from the recording", style="bold")
+        console.print(f"replay: {len(compare.divergences)} divergence(s) from the recording", style="bold")
     show_end(code, answer, EXIT_CODES.get(code, "?"))
     if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False

@@ -20,6 +20,17 @@ command output.
 When the task is done and checked, reply without a tool call, in one or two sentences: what you \
 changed and what the check showed."""
 
+# The files the user named (--file), after the task in the first message; each one is ATTACHED.
+WITH_FILES = "\n\nThe files you were given, as they are now (already read: write_file may replace them):{files}"
+ATTACHED = "\n\n{path}\n```\n{content}\n```"
+
+# Sent after a final answer when the user's check (--check) failed: the loop goes on.
+CHECK_FAILED = ("The check `{command}` failed, so the task is not done. The check is right: the code must "
+                "change, not the check or its tests.\n\n{output}\n\n{files}")
+FIX_THESE = ("The files, as they are now:{attached}\n\nFix the file at fault: write it whole, with the fix, "
+             "under its name.")
+FIX_FOUND = "Find the file at fault in the output above, read it, and replace it with write_file."
+
 # Sent when the server (llama-server: HTTP 500) could not parse the model's reply as a tool call.
 SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call ({error}). Reply "
                       "again with one tool call whose arguments are valid JSON, or with a plain answer.")

@@ -17,18 +17,17 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-import aids
-from tools import Result
+from tools import Result, parsed
 from transcript import printable
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
 
 
-def note(kind: str, text: str, log=lambda event, **data: None) -> None:
-    """Something the harness did on its own initiative: shown, and kept in the transcript."""
+def note(kind: str, text: str, log=lambda event, **data: None, **details) -> None:
+    """Something the harness or an aid did on its own initiative: shown, and kept in the transcript."""
     console.print(Text(f"⚑ {printable(text)}", style="yellow"))
-    log("note", kind=kind, text=text)
+    log("note", kind=kind, text=text, **details)
 
 
 def show_json(title: str, body: dict) -> None:
@@ -46,12 +45,10 @@ def show_reply(message) -> None:
 
 class Streamed:
     """The reply on screen as it streams: a spinner (on a terminal) until the first piece, then
-    each piece as it arrives. agent.assemble calls it with (kind, piece); it returns how much of
-    the content so far to keep when that is enough (a complete call: the reply is stopped
-    there), else None."""
+    each piece as it arrives. agent.assemble calls it with (kind, piece)."""
 
-    def __init__(self, enough=lambda text: None):
-        self.enough, self.text, self.kind = enough, "", None
+    def __init__(self):
+        self.kind = None
         self.spinner = console.status("waiting for the model") if console.is_terminal else None
 
     def __enter__(self):
@@ -65,7 +62,7 @@ class Streamed:
         if self.kind:
             console.print()
 
-    def __call__(self, kind: str, piece: str) -> int | None:
+    def __call__(self, kind: str, piece: str) -> None:
         if kind != self.kind:
             if self.kind:
                 console.print()
@@ -73,14 +70,10 @@ class Streamed:
                 self.spinner.stop()
             self.kind = kind
         console.print(Text(printable(piece), style="bold" if kind == "content" else "dim italic"), end="")
-        if kind != "content":
-            return None
-        self.text += piece
-        return self.enough(self.text)
 
 
 def show_call(name: str, arguments: str) -> None:
-    args = {k: printable(v) for k, v in aids.parsed(arguments).items() if isinstance(v, str)}
+    args = {k: printable(v) for k, v in parsed(arguments).items() if isinstance(v, str)}
     console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
                                 (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
     if name == "write_file" and "content" in args:
@@ -88,13 +81,20 @@ def show_call(name: str, arguments: str) -> None:
         console.print(Syntax(args["content"], lexer, line_numbers=True, word_wrap=True))
 
 
-def show_result(result: Result | str) -> None:
+def show_result(result: Result | str, style: str | None = None) -> None:
     text = getattr(result, "text", result)
     lines = printable(text).splitlines()
     shown = "\n".join(lines[:SCREEN_LINES])
     if len(lines) > SCREEN_LINES:
         shown += f"\n… {len(lines) - SCREEN_LINES} more lines (the model sees them all)"
-    console.print(Text(shown, style="red" if text.startswith("Error:") else "green"))
+    console.print(Text(shown, style=style or ("red" if text.startswith("Error:") else "green")))
+
+
+def show_check(command: str, result: Result | str, passed: bool) -> None:
+    """The user's check, run by the harness after the model answered: what ran, and what came out."""
+    console.print(Text.assemble(("✓ check passed: " if passed else "✗ check failed: ", "bold green" if passed else "bold red"),
+                                (printable(command), "bold")))
+    show_result(result, "green" if passed else "red")
 
 
 def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int | None) -> None:
@@ -128,6 +128,8 @@ def render(events: list[dict]) -> int:
         elif event["event"] == "tool":
             show_call(event["name"], event["arguments"])
             show_result(event["result"])
+        elif event["event"] == "check":
+            show_check(event["command"], event["result"], event["passed"])
         elif event["event"] == "note":
             note(event["kind"], event["text"])
         elif event["event"] == "end":

@@ -85,6 +85,8 @@ class Settings:
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
     seen: set[Path] = field(default_factory=set)  # files read whole or written in this run
+    written: set[Path] = field(default_factory=set)  # files written in this run (a failed check shows them)
+    named: set[Path] = field(default_factory=set)  # files the user named with --file
     removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
 
 
@@ -175,6 +177,7 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
         os.unlink(tmp)
         raise
     settings.seen.add(target)
+    settings.written.add(target)
     lines = content.count("\n") + (not content.endswith("\n") and content != "")
     return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
 
@@ -322,6 +325,15 @@ def permission(name: str, args: dict, settings: Settings) -> str | None:
     if settings.approval == "ask" and not (settings.approve and settings.approve(name, args)):
         return f"the user declined this {name} call"
     return None
+
+
+def parsed(arguments: str) -> dict:
+    """A call's arguments as a dict; {} when they are no JSON object (the call then fails)."""
+    try:
+        value = json.loads(arguments)
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def dispatch(name: str, arguments: str, settings: Settings) -> Result:

@@ -125,25 +125,28 @@ def read(path: Path) -> list[dict]:
 
 def replayer(events: list[dict]):
     """(ask, check): the model's recorded replies in order, and a log hook that reports where
-    the tools now give a different result than when the run was recorded."""
+    the tools, or the user's check, now give a different result than when the run was recorded."""
     replies = iter(ChatCompletion.model_validate(e["body"]) for e in events if e["event"] == "response")
-    recorded = iter([e for e in events if e["event"] == "tool"])
+    recorded = iter([e for e in events if e["event"] in ("tool", "check")])
     divergences = []
 
-    def ask(request: dict, screen=None) -> ChatCompletion:
+    def ask(request: dict, show=None, stop=None) -> ChatCompletion:
         reply = next(replies, None)
         if reply is None:
             raise LookupError("the transcript has no more model replies")
         return reply
 
+    def what(event: str, data: dict) -> str:
+        return f"call {data['name']} {data['arguments']}" if event == "tool" else f"check {data['command']}"
+
     def check(event: str, **data) -> None:
-        if event != "tool":
+        if event not in ("tool", "check"):
             return
         before = next(recorded, None)
-        if before is None or (before["name"], before["arguments"]) != (data["name"], data["arguments"]):
-            divergences.append(f"call {data['name']} {data['arguments']} was not in the recording")
+        if before is None or what(before["event"], before) != what(event, data):
+            divergences.append(f"{what(event, data)} was not in the recording")
         elif before["result"] != data["result"]:
-            divergences.append(f"{data['name']} {data['arguments']} gave a different result:\n"
+            divergences.append(f"{what(event, data)} gave a different result:\n"
                                f"  recorded: {before['result'][:200]!r}\n  now:      {data['result'][:200]!r}")
 
     check.divergences = divergences

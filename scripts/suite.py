@@ -4,9 +4,8 @@
     python scripts/suite.py                          # every task, server from OPENAI_BASE_URL
     python scripts/suite.py --split dev --label base --out runs/   # the dev tasks, into runs/base/
     python scripts/suite.py --only fix-bug --max-turns 10
-    python scripts/suite.py --agent-flag=--plain --label plain --out runs/
-    python scripts/suite.py --split dev --ablate all --out runs/   # each aid off where it acted in runs/all/
-    python scripts/suite.py --ablate all --aid text-calls --out runs/   # only text-calls off, into runs/no-text-calls/
+    python scripts/suite.py --agent-flag=--plain --label plain --out runs/   # the aids off: their ablation
+    python scripts/suite.py --checks --label checks --out runs/   # each task's own check decides when it is done
     python scripts/suite.py --report runs/           # one Markdown row per label; no server needed
 
 For each task: copy tasks/NAME/files/ into a fresh workspace, run `python agent.py` there on
@@ -24,13 +23,10 @@ again, a task folder without one (an interrupted run) is cleared and run again.
 tasks/split.json splits the tasks into `dev`, to tune on, and `holdout`, run only to report
 (tasks/README.md). --split picks one; --only picks tasks by name whatever their split.
 
---ablate LABEL measures each aid by switching it off (`--no-aid NAME`), into OUT/no-NAME/, but
-runs only the tasks in which that aid acted in OUT/LABEL (from its transcript: a note it sent, a
-call it recovered, skipped or refused). In any other task, switching the aid off changes
-nothing the model is sent (an aid changes nothing until it acts, and each turn's seed is the
-same), so that run's result stands for it, up to the run-to-run noise a second run of the same
-code shows anyway. The report counts LABEL's result for those tasks, and says how many were
-run again.
+--checks gives the agent, for each task that has a tasks/NAME/task.json, the task's `check`
+command (`--check`, the command a user would pass: the one the prompt names, made strict where
+the prompt gives the expected output) and its `files` (`--file`, the files the prompt names for
+changing: not the tests, nor the data). Tasks without one run as they would without --checks.
 
 Exit codes: 0 the suite ran (whatever the solve rate) or the report was printed, 1 the server is
 unreachable, 2 usage. Left out on purpose: running tasks in parallel (a small local server does
@@ -59,7 +55,6 @@ from rich.text import Text
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 sys.path.insert(0, str(ROOT))
-import aids  # noqa: E402
 import sandbox  # noqa: E402
 
 CHECK_TIMEOUT = 120  # seconds; a check runs a few small scripts
@@ -109,7 +104,7 @@ def run_task(name: str, args, flags: list[str], run_dir: Path) -> dict:
     # --approval auto: a TOOLOOP_APPROVAL=ask in the environment would wait for a y/n forever.
     command = [sys.executable, str(ROOT / "agent.py"), "--base-url", args.base_url, "--model", args.model,
                "--workspace", str(workspace), "--max-turns", str(args.max_turns), "--approval", "auto",
-               "--transcript", str(transcript), *flags, "--", (task / "task.md").read_text().strip()]
+               "--transcript", str(transcript), *flags, *checked(name, args), "--", (task / "task.md").read_text().strip()]
     started = time.monotonic()
     # cwd=run_dir: the agent reads .env from its cwd, and the suite's settings are all on its command line.
     with open(run_dir / "answer.txt", "w") as out, open(run_dir / "agent.log", "w") as err:
@@ -123,8 +118,16 @@ def run_task(name: str, args, flags: list[str], run_dir: Path) -> dict:
     (run_dir / "check.txt").write_text(f"solved: {solved}\n{why}\n")
     return {"task": name, "split": splits().get(name, "none"), "label": args.label, "solved": solved, "why": why,
             "exit": code, "seconds": round(seconds, 1), **totals(transcript), "model": args.model,
-            "max_turns": args.max_turns, "timeout": args.timeout, "agent_flags": flags, "commit": args.commit,
+            "max_turns": args.max_turns, "timeout": args.timeout, "agent_flags": flags + checked(name, args), "commit": args.commit,
             "timestamp": datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def checked(name: str, args) -> list[str]:
+    """The agent flags for the task's own check and files (tasks/NAME/task.json), with --checks."""
+    spec = load(TASKS / name / "task.json") if args.checks else None
+    if not spec:
+        return []
+    return ["--check", spec["check"], *[word for path in spec.get("files", []) for word in ("--file", path)]]
 
 
 def check(task: Path, run_dir: Path) -> tuple[bool, str]:
@@ -204,45 +207,6 @@ def table(title: str, rows: list[dict]) -> Table:
     return t
 
 
-def acted(transcript: Path) -> set[str]:
-    """The aids that acted in one run, read from its transcript: the notes they logged, and the
-    results they put in place of a call's (text-calls: SKIPPED).
-    (A reply text-calls cuts at an imagined `<tool_response>` always holds a call it recovered, so
-    that cut is seen through the "recovered" note.)"""
-    found = set()
-    kinds = {"recovered": "text-calls", "trimmed": "text-calls"}
-    try:
-        lines = transcript.read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        try:
-            event = json.loads(line)
-            kind, result = event.get("kind"), str(event.get("result", ""))
-        except (ValueError, AttributeError):
-            continue
-        if event.get("event") == "note" and kind in kinds:
-            found.add(kinds[kind])
-        elif event.get("event") == "tool" and result == aids.SKIPPED:
-            found.add("text-calls")
-    return found
-
-
-def ablate(like: str, names: list[str], args) -> list[dict]:
-    """For each aid, run the tasks in which it acted in OUT/LIKE again with it off, into
-    OUT/no-NAME/, and record which tasks those were in OUT/no-NAME/ablation.json."""
-    results = []
-    for aid in args.aid or aids.NAMES:
-        label = f"no-{aid}"
-        rerun = [name for name in names if aid in acted(args.out / like / name / "transcript.jsonl")]
-        record = args.out / label / "ablation.json"
-        earlier = (load(record) or {}).get("acted", [])
-        record.parent.mkdir(parents=True, exist_ok=True)
-        save(record, {"like": like, "aid": aid, "acted": sorted(set(earlier) | set(rerun))})
-        results += run_suite(label, rerun, args, [*args.agent_flag, "--no-aid", aid])
-    return results
-
-
 def run_suite(label: str, names: list[str], args, flags: list[str]) -> list[dict]:
     """Run the tasks into OUT/LABEL/TASK/, skipping those that already have a result.json."""
     results = []
@@ -252,8 +216,9 @@ def run_suite(label: str, names: list[str], args, flags: list[str]) -> list[dict
         done = load(run_dir / "result.json")
         if done is not None:
             log.print(progress.append(f" {'solved' if done['solved'] else 'not solved'} earlier (result.json kept)"))
-            if done.get("agent_flags") != flags:
-                log.print(Text(f"warning: {name} ran with agent flags {done.get('agent_flags')}, not {flags}"),
+            if done.get("agent_flags") != flags + checked(name, args):
+                log.print(Text(f"warning: {name} ran with agent flags {done.get('agent_flags')}, "
+                               f"not {flags + checked(name, args)}"),
                           style="yellow")
             results.append(done)
             continue
@@ -282,8 +247,8 @@ def report(folder: Path) -> str:
     """A Markdown table of every OUT/LABEL/TASK/result.json under folder: one row per label.
 
     A cell reads solved/ran, plus "of N" when fewer than the split's N tasks have a result (a
-    run still going, or one that ran --only some tasks). An ablation's label (--ablate) counts its
-    LIKE's result for each task it had no need to run again, and says how many it ran again.
+    run still going, or one that ran --only some tasks); "with a check" counts only the tasks that
+    have a tasks/NAME/task.json, so runs with and without --checks compare on the same tasks.
     """
     labels: dict[str, list[dict]] = {}
     for path in sorted(folder.glob("*/*/result.json")):
@@ -292,22 +257,17 @@ def report(folder: Path) -> str:
             result["generation"] = generation(path.parent / "transcript.jsonl")
             labels.setdefault(path.parent.parent.name, []).append(result)
     size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
-    rerun = {}  # an ablation's label: the tasks it ran again; the rest are its LIKE's results
-    for label in sorted({*labels, *(path.parent.name for path in folder.glob("*/ablation.json"))}):
-        record = load(folder / label / "ablation.json") or {}
-        if record.get("like") in labels:
-            rerun[label] = {r["task"] for r in labels.get(label, [])}
-            labels[label] = labels.get(label, []) + [r for r in labels[record["like"]] if r["task"] not in rerun[label]
-                              and r["task"] not in record.get("acted", [])]
-    lines = ["| label | " + " | ".join(SPLITS) + " | commit |", "| --- | " + "--- | " * len(SPLITS) + "--- |"]
+    has_check = {name for name in task_names() if (TASKS / name / "task.json").is_file()}
+    lines = ["| label | " + " | ".join(f"{split} | {split} with a check" for split in SPLITS) + " | commit |",
+             "| --- | " + "--- | " * 2 * len(SPLITS) + "--- |"]
     for label, results in sorted(labels.items()):
         cells = []
         for split in SPLITS:
             rows = [r for r in results if r.get("split") == split]
-            solved = sum(r["solved"] for r in rows)
-            again = sum(r["task"] in rerun.get(label, ()) for r in rows)
-            cells.append(f"{solved}/{len(rows)}" + (f" of {size[split]}" if len(rows) < size[split] else "")
-                         + (f" ({again} run again)" if label in rerun else ""))
+            checked_rows = [r for r in rows if r["task"] in has_check]
+            cells.append(f"{sum(r['solved'] for r in rows)}/{len(rows)}"
+                         + (f" of {size[split]}" if len(rows) < size[split] else ""))
+            cells.append(f"{sum(r['solved'] for r in checked_rows)}/{len(checked_rows)}")
         commits = ", ".join(sorted({str(r.get("commit", "unknown")) for r in results}))
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {commits} |")
     lines += ["", "| label | seconds per turn | generated tokens per task | generated tokens/s | "
@@ -372,20 +332,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--label", default="run", help="name of this run: results go to OUT/LABEL/ (default run)")
     parser.add_argument("--out", type=Path, help="folder for results, workspaces and logs; an existing one "
                                                  "resumes (default: new temp folder)")
-    parser.add_argument("--ablate", metavar="LABEL",
-                        help="switch each aid off in turn, on the tasks where it acted in OUT/LABEL, into OUT/no-NAME/")
-    parser.add_argument("--aid", action="append", choices=aids.NAMES, metavar="NAME",
-                        help="with --ablate: switch off only this aid (repeatable; default: each in turn)")
+    parser.add_argument("--checks", action="store_true",
+                        help="pass each task's check and files (tasks/NAME/task.json) as --check and --file")
     parser.add_argument("--report", type=Path, metavar="DIR",
                         help="print the solve rates of every label under DIR as Markdown, and stop")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
     if args.report and not args.report.is_dir():
         parser.error(f"--report {args.report} is not a folder")
-    if args.ablate and not args.out:
-        parser.error("--ablate needs --out, the folder that holds the run it ablates")
-    if args.aid and not args.ablate:
-        parser.error("--aid picks the aids --ablate switches off; it needs --ablate")
     if "/" in args.label or args.label in ("", ".", ".."):
         parser.error(f"--label {args.label!r} must be a plain folder name")
     return args
@@ -412,10 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         log.print("warning: no bubblewrap sandbox here: checks run the model's code unconfined", style="yellow")
     header = (f"{datetime.now():%Y-%m-%d %H:%M} · {args.model} at {args.base_url} · max {args.max_turns} turns"
               f" · {args.label} · commit {args.commit}")
-    if args.ablate:
-        results = ablate(args.ablate, chosen(args), args)
-    else:
-        results = run_suite(args.label, chosen(args), args, args.agent_flag)
+    results = run_suite(args.label, chosen(args), args, args.agent_flag)
     console.print(Text(header))
     console.print(table("" if args.label == "run" else args.label, results))
     console.print(Text(f"solve rate by split: {by_split(results)}"))

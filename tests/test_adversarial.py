@@ -756,7 +756,7 @@ def run_agent_process(fake, workspace, *script, flags=(), stdin="", path=None, e
     fake.script = list(script)
     env = {"PATH": path or os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run([sys.executable, str(AGENT), "--base-url", fake.url, "--workspace", str(workspace),
-                           "--transcript", "off", "--no-check", *flags, "do the task"],
+                           "--transcript", "off", "--no-probe", *flags, "do the task"],
                           input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=120,
                           cwd=workspace.parent, env=env)
     assert proc.returncode in ((expect,) if isinstance(expect, int) else expect), proc.stderr

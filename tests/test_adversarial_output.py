@@ -99,7 +99,7 @@ def test_credentials_in_a_reachable_base_url_reach_no_transcript_screen_or_tool_
         assert PASSWORD not in text and f"me:{PASSWORD}" not in text
 
 
-@pytest.mark.parametrize("flags", [[], ["--no-check"]], ids=["start-up check", "first chat request"])
+@pytest.mark.parametrize("flags", [[], ["--no-probe"]], ids=["start-up check", "first chat request"])
 def test_credentials_in_an_unreachable_base_url_are_not_in_the_error_line(workspace, capsys, flags):
     """Class: secrets in the base URL. The one error line names the host, never the password;
     the transcript's start and end events hold no trace of it either."""
@@ -190,7 +190,7 @@ def test_fifos_under_every_transcript_name_neither_hang_nor_receive_the_run(fake
             readers.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
     fake.script = [answer("done")]
     with fails_if_blocked(20):
-        code = agent.main(["--base-url", fake.url, "--no-check", "go"])
+        code = agent.main(["--base-url", fake.url, "--no-probe", "go"])
     _, err = capsys.readouterr()
     assert code == 2 and fake.requests == []
     [line] = [line for line in err.splitlines() if line.startswith("error:")]

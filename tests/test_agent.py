@@ -4,7 +4,6 @@ Every test here runs the real agent against tests/fake_server.py over loopback H
 files under tmp_path and real subprocesses.
 """
 
-import dataclasses
 import inspect
 import re
 import json
@@ -397,7 +396,7 @@ def closed_port() -> int:
 def test_an_unreachable_server_is_one_line_naming_the_url_and_exit_1(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     env = {**os.environ, "COLUMNS": "1000"}  # rich wraps at the width; a wide one shows the logical lines
-    proc = subprocess.run([*AGENT, "--base-url", url, "--no-check", "--workspace", str(tmp_path),
+    proc = subprocess.run([*AGENT, "--base-url", url, "--no-probe", "--workspace", str(tmp_path),
                            "--transcript", "off", "hi"], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env=env)
     assert proc.returncode == 1 and proc.stdout == ""
@@ -410,7 +409,7 @@ def test_an_unreachable_server_is_one_line_naming_the_url_and_exit_1(tmp_path):
 def test_an_error_line_stays_one_line_when_stderr_is_a_pipe(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    proc = subprocess.run([*AGENT, "--base-url", url, "--no-check", "--workspace", str(tmp_path),
+    proc = subprocess.run([*AGENT, "--base-url", url, "--no-probe", "--workspace", str(tmp_path),
                            "--transcript", "off", "--quiet", "hi"], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 1
@@ -546,6 +545,8 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
         return run_agent(reply(call("read_file", path="big.txt")), *[OVERFLOW] * 10)[:2]
     if code == 5:  # an empty reply, under --plain too: the core's rule
         return run_agent(answer(" \n"), flags=["--plain"])[:2]
+    if code == 6:  # the model says done twice; the user's check fails both times
+        return run_agent(answer("done"), answer("done"), flags=["--check", "exit 1", "--check-rounds", "2"])[:2]
     raise AssertionError(code)
 
 
@@ -559,7 +560,7 @@ def test_every_exit_code_is_reachable(run_agent, workspace, code):
 
 
 def test_the_exit_codes_are_the_documented_set_and_listed_in_help():
-    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 130}  # (6 went with the aid that used it)
+    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 130}
     assert "test_ctrl_c_stops_the_command_and_exits_130" in globals()  # 130 is reached there
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
     for code in agent.EXIT_CODES:
@@ -592,5 +593,5 @@ def test_no_task_name_appears_in_the_product():
 
 def test_the_aids_never_see_the_task():
     source = tools.Path(aids.__file__).read_text()
-    assert "task" not in [f.name for f in dataclasses.fields(aids.Run)]  # the aids are not even given it
+    assert inspect.signature(aids.text_calls).parameters.keys() == {"settings", "log"}  # not even given it
     assert "task" not in " ".join(re.findall(r"re\.\w+\(([^)]*)\)", source))  # no regex over the task

@@ -3,7 +3,7 @@
 Every test runs agent.main in-process (conftest's `run_agent`) against the scripted fake server
 over real HTTP, with real files and real commands, and checks what the model was sent and what
 happened in the workspace. Where an aid matters, the same script is also run with that aid
-switched off (`--no-aid NAME`) or with none (`--plain`), to show the plain loop's behaviour. The
+switched off (`--plain`), to show the plain loop's behaviour. The
 text formats that recover.py reads are covered in test_recover.py.
 """
 
@@ -14,6 +14,7 @@ import sys
 import agent
 import aids
 import prompts
+import screen as screen_module
 import transcript
 from fake_server import Status, answer, call, reply
 
@@ -53,13 +54,7 @@ def test_help_names_every_aid():
                          check=True).stdout
     aids_part = out.split("aids (", 1)[1].split("exit codes:", 1)[0]
     assert [line.strip() for line in aids_part.splitlines()[1:] if line.strip()] == list(aids.NAMES)
-    assert "--plain" in out and "--no-aid NAME" in out
-
-
-def test_an_unknown_aid_is_a_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, agent.__file__, "--no-aid", "telepathy", "task"], capture_output=True,
-                          text=True, cwd=tmp_path)
-    assert proc.returncode == 2 and "invalid choice: 'telepathy'" in proc.stderr
+    assert "--plain" in out and "--no-aid" not in out  # one aid left: --plain is its switch
 
 
 # --- text-calls: calls written as text ---------------------------------------------------------------
@@ -79,7 +74,7 @@ def test_a_call_written_as_text_is_recovered_and_run(run_agent, fake, workspace)
 
 def test_without_text_calls_a_fenced_call_is_not_run(run_agent, fake, workspace):
     # the fenced call is the answer, as in the plain loop
-    code, out, _ = run_agent(answer(FENCED), flags=["--no-aid", "text-calls"])
+    code, out, _ = run_agent(answer(FENCED), flags=["--plain"])
     assert code == 0 and out == FENCED + "\n" and len(fake.requests) == 1
     assert not (workspace / "a.py").exists()
 
@@ -177,7 +172,7 @@ def test_calls_after_a_failed_one_in_the_same_reply_are_not_run(run_agent, fake,
     assert first.startswith("exit code: 1") and second == aids.SKIPPED
     # switched off, each call runs whatever came before it
     fake.requests.clear()
-    run_agent(both, answer("ok"), flags=["--no-aid", "text-calls"])
+    run_agent(both, answer("ok"), flags=["--plain"])
     assert (workspace / "a.txt").read_text() == "x"
     assert results(fake.requests[1])[1] == "wrote 1 bytes (1 lines) to a.txt"
 
@@ -328,7 +323,7 @@ def test_start_up_check_costs_nothing_on_a_plain_server_and_can_be_skipped(run_a
     code, _, err = run_agent(answer("ok"), flags=["--plain"])
     assert code == 0 and fake.gets == ["/props"] and "warning" not in err  # a 404: left alone
     fake.gets.clear()
-    code, _, _ = run_agent(answer("ok"), flags=["--plain", "--no-check"])
+    code, _, _ = run_agent(answer("ok"), flags=["--plain", "--no-probe"])
     assert code == 0 and fake.gets == []
 
 
@@ -355,7 +350,7 @@ def test_a_write_planned_before_the_file_was_read_is_not_run_but_a_write_then_it
 
 def test_without_text_calls_every_call_of_a_reply_runs(run_agent, fake, workspace):
     run_agent(reply(call("run_shell", command="exit 2"), call("run_shell", command="touch ran")), answer("done"),
-              flags=["--no-aid", "text-calls"])
+              flags=["--plain"])
     assert (workspace / "ran").exists()
 
 
@@ -364,10 +359,9 @@ def test_an_aid_note_quoting_the_model_cannot_drive_the_terminal(monkeypatch):
     import io
     from rich.console import Console
     screen = io.StringIO()
-    monkeypatch.setattr(aids, "console", Console(file=screen, force_terminal=True, width=200))
+    monkeypatch.setattr(screen_module, "console", Console(file=screen, force_terminal=True, width=200))
     logged = []
-    run = aids.Run(None, frozenset(aids.NAMES), lambda event, **data: logged.append(data))
-    aids.note("recovered", "evil\x1b[2J\u202e.py is not there", run)
+    aids.note("recovered", "evil\x1b[2J\u202e.py is not there", lambda event, **data: logged.append(data))
     assert "\x1b[2J" not in screen.getvalue() and "\u202e" not in screen.getvalue()
     assert "evil\\x1b[2J\\u202e.py" in screen.getvalue()
     assert logged == [{"kind": "recovered", "text": "evil\x1b[2J\u202e.py is not there"}]  # the transcript keeps it as it was

@@ -76,8 +76,7 @@ def shared_fake():
 @pytest.mark.parametrize("mode", ["plain", "aids"])
 def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, monkeypatch, mode):
     monkeypatch.setattr(agent.console, "quiet", True)
-    monkeypatch.setattr(aids.console, "quiet", True)
-    on, reading = (frozenset(), plain_reading) if mode == "plain" else (frozenset(aids.NAMES), aided_reading)
+    reading = plain_reading if mode == "plain" else aided_reading
     rng = random.Random(32)
     outcomes = set()
     send = agent.live(shared_fake.url, "local")  # one client (and its connection) for all the plans
@@ -93,7 +92,8 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
         ask = agent.caller(send, "fake", totals, cap)
-        code, answer_text = agent.run(TASK, ask, settings, cap, on)
+        hooks = aids.Hooks() if mode == "plain" else aids.text_calls(settings)
+        code, answer_text = agent.run(TASK, ask, settings, cap, hooks)
 
         # brute force: read the plan directly
         steps, code_expected, answer_expected, ran, results = reading(plan, cap)
