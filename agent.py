@@ -74,7 +74,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
     """The agent loop. `ask(messages, stop)` is one model call; `hooks` are the aids' (none: the
     plain loop); `check` is the user's command that decides when the work is done.
     Returns (exit code, final answer)."""
-    messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT}, {"role": "user", "content": task}]
+    messages = [{"role": "system", "content": prompts.SYSTEM_PROMPT},
+                {"role": "user", "content": task + named_files(settings)}]
     failed = 0  # checks that failed so far
     for turn in range(1, max_turns + 1):
         choice = ask(messages, hooks.stop).choices[0]  # aid: stop the reply once its call is complete
@@ -92,7 +93,8 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
             failed += not result.ok
             if result.ok or failed == rounds:
                 return (0 if result.ok else 6), text
-            messages.append({"role": "user", "content": check_failed(check, result, settings)})
+            messages[1:] = [{"role": "user", "content": task + check_failed(check, result, settings)}]
+            note("restarted", "the conversation starts again: the task, the check's output, the files as they are now", log)
             continue
         cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
         for call_id, name, arguments in calls:  # each call gets one result, matched by its id
@@ -120,9 +122,14 @@ def run_check(command: str, settings: Settings, turn: int, log=lambda event, **d
 
 
 def check_failed(command: str, result: Result, settings: Settings) -> str:
-    """The message after a failed check: a fixed text, the check's output (head and tail), and
-    the current content of the files the run wrote and the files the user named, so the model
-    sees the failure and the code together, as in aider's benchmark protocol."""
+    """What follows the task in the conversation that starts again after a failed check: a fixed
+    text, the check's output (head and tail), and the current content of the files the run wrote
+    and the files the user named, so the model sees the failure and the code together, in one
+    message, as in aider's benchmark protocol.
+
+    Failure answered: the same reply again after a note. With its claim "done, the tests pass"
+    still in the history, a small model answers the failed check with that claim again, word for
+    word; started again from the task, it has no claim to repeat, only the code and the failure."""
     root = settings.workspace.resolve()
     paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.written if p.is_file())
     output = result.text if len(result.text) <= CHECK_OUTPUT else (
@@ -130,6 +137,13 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
         + result.text[-CHECK_OUTPUT // 2:])
     files = prompts.FIX_THESE.format(attached=attached(paths, settings)) if paths else prompts.FIX_FOUND
     return prompts.CHECK_FAILED.format(command=command, output=output, files=files)
+
+
+def named_files(settings: Settings) -> str:
+    """The files the user named (--file), for the first message, in name order ("" if none)."""
+    root = settings.workspace.resolve()
+    paths = sorted(str(path.relative_to(root)) for path in settings.named)
+    return prompts.WITH_FILES.format(files=attached(paths, settings)) if paths else ""
 
 
 def attached(paths: list[str], settings: Settings) -> str:
@@ -476,8 +490,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "check_rounds": args.check_rounds, "files": files, "replay": args.replay})
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
         hooks = aids.Hooks() if args.plain else aids.text_calls(settings, hook)
-        first = task + (prompts.WITH_FILES.format(files=attached(files, settings)) if files else "")
-        code, answer = run(first, ask, settings, args.max_turns, hooks, check, args.check_rounds, hook)
+        code, answer = run(task, ask, settings, args.max_turns, hooks, check, args.check_rounds, hook)
     except Stop as stop:
         code, message = stop.args
         console.quiet = False

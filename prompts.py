@@ -24,8 +24,9 @@ changed and what the check showed."""
 WITH_FILES = "\n\nThe files you were given, as they are now (already read: write_file may replace them):{files}"
 ATTACHED = "\n\n{path}\n```\n{content}\n```"
 
-# Sent after a final answer when the user's check (--check) failed: the loop goes on.
-CHECK_FAILED = ("The check `{command}` failed, so the task is not done. The check is right: the code must "
+# After a final answer that the user's check (--check) failed: the conversation starts again, the
+# task followed by this.
+CHECK_FAILED = ("\n\nThe check `{command}` fails, so the task is not done yet. The check is right: the code must "
                 "change, not the check or its tests.\n\n{output}\n\n{files}")
 FIX_THESE = ("The files, as they are now:{attached}\n\nFix the file at fault: write it whole, with the fix, "
              "under its name.")

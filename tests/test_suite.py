@@ -184,14 +184,20 @@ def test_report_is_one_markdown_row_per_label_without_a_server(tmp_path):
         write_result(runs, "aids", task, "dev", solved, "abc1234")
     write_result(runs, "aids", lists["holdout"][0], "holdout", True, "def5678+dirty")
     (runs / "aids" / lists["holdout"][1]).mkdir()  # interrupted: no result.json, not counted
+    checked = {task for task in lists["dev"] + lists["holdout"] if (suite.TASKS / task / "task.json").is_file()}
+    full = [task for i, task in enumerate(lists["dev"]) if task in checked]
+    full_dev = f"{sum(lists['dev'].index(task) % 2 == 0 for task in full)}/{len(full)}"
+    aids = [(task, solved) for task, solved in zip(lists["dev"][:3], (True, True, False)) if task in checked]
+    aids_dev = f"{sum(solved for _, solved in aids)}/{len(aids)}"
+    aids_holdout = "1/1" if lists["holdout"][0] in checked else "0/0"
     run = subprocess.run([*SUITE, "--report", str(runs), "--base-url", "http://127.0.0.1:9/v1"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
-        "| label | dev | holdout | commit |",
-        "| --- | --- | --- | --- |",
-        f"| aids | 2/3 of {dev} | 1/1 of {holdout} | abc1234, def5678+dirty |",
-        f"| full | {(dev + 1) // 2}/{dev} | 0/0 of {holdout} | abc1234 |",
+        "| label | dev | dev with a check | holdout | holdout with a check | commit |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| aids | 2/3 of {dev} | {aids_dev} | 1/1 of {holdout} | {aids_holdout} | abc1234, def5678+dirty |",
+        f"| full | {(dev + 1) // 2}/{dev} | {full_dev} | 0/0 of {holdout} | 0/0 | abc1234 |",
         "",
         "| label | seconds per turn | generated tokens per task | generated tokens/s | median seconds per task | "
         "median seconds per solved task | timeouts |",
@@ -229,68 +235,32 @@ def test_unknown_task_is_a_usage_error():
     assert run.returncode == 2 and "invalid choice" in run.stderr
 
 
-def test_acted_names_the_aids_a_transcript_shows_at_work(tmp_path):
-    import aids
-    events = [{"event": "note", "kind": "stopped", "text": "the reply's call was complete"},  # the core's, no aid's
-              {"event": "tool", "name": "run_shell", "result": "exit code: 0"},
-              {"event": "end", "exit_code": 0}]
-    transcript = tmp_path / "transcript.jsonl"
-    transcript.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n[1]\n")
-    assert suite.acted(transcript) == set()
-    assert suite.acted(tmp_path / "none.jsonl") == set()  # a run killed before it wrote one
-    shows = {"text-calls": [{"event": "note", "kind": "recovered", "text": "recovered 1 tool call(s)"}]}
-    assert set(shows) == set(aids.NAMES)
-    for aid, extra in shows.items():
-        transcript.write_text("".join(json.dumps(e) + "\n" for e in events + extra))
-        assert suite.acted(transcript) == {aid}, aid
-    transcript.write_text(json.dumps({"event": "tool", "result": aids.SKIPPED}) + "\n")
-    assert suite.acted(transcript) == {"text-calls"}
+WITH_CHECKS = sorted(task for task in TASKS if (suite.TASKS / task / "task.json").is_file())
 
 
-FENCED_TRUE = '```json\n{"name": "run_shell", "arguments": {"command": "true"}}\n```'  # a call written as text
+@pytest.mark.parametrize("task", WITH_CHECKS)
+def test_a_tasks_own_check_fails_untouched_and_passes_solved(task, tmp_path):
+    """The command --checks passes as --check: the one a user would, strict enough that the
+    untouched files fail it and the reference solution passes; its --file paths exist."""
+    spec = json.loads((suite.TASKS / task / "task.json").read_text())
+    assert all((suite.TASKS / task / "files" / path).is_file() for path in spec["files"])
+    for solved in (False, True):
+        workspace = prepare(tmp_path / str(solved), task, solved=solved) / "workspace"
+        run = subprocess.run(["sh", "-c", spec["check"]], cwd=workspace, capture_output=True, text=True, timeout=60)
+        assert (run.returncode == 0) == solved, (solved, run.stdout, run.stderr)
 
 
-def test_ablate_runs_each_aid_off_only_where_it_acted(fake, tmp_path):
+def test_checks_gives_the_agent_the_tasks_check_and_files(fake, tmp_path):
     fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
-    fizzbuzz = (suite.TASKS / "fizzbuzz" / "solution" / "fizzbuzz.py").read_text()
-    fake.script = [reply(call("write_file", path="fizzbuzz.py", content=fizzbuzz)),  # fizzbuzz: no aid acts
-                   reply(call("run_shell", command="python fizzbuzz.py")), answer("Done."),
-                   answer(FENCED_TRUE), answer("I do not know.")]  # csv-total: text-calls runs the fenced call
-    out, both = tmp_path / "out", ["--only", "fizzbuzz", "--only", "csv-total"]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--label", "all", "--out", str(out)],
+    fake.script = [answer("Fixed it, the tests pass.")] * 3  # a false claim, three times
+    out = tmp_path / "out"
+    run = subprocess.run([*SUITE, "--base-url", fake.url, "--only", "fix-bug", "--checks", "--label", "c", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert suite.acted(out / "all" / "csv-total" / "transcript.jsonl") == {"text-calls"}
-    assert suite.acted(out / "all" / "fizzbuzz" / "transcript.jsonl") == set()
-    fake.requests.clear()
-    fake.script = [answer(FENCED_TRUE)]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *both, "--ablate", "all", "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert len(fake.requests) == 1  # csv-total under --no-aid text-calls: the fenced call is the answer; nothing else ran
-    assert sorted(p.name for p in (out / "no-text-calls").iterdir()) == ["ablation.json", "csv-total"]
-    result = json.loads((out / "no-text-calls" / "csv-total" / "result.json").read_text())
-    assert result["agent_flags"] == ["--no-aid", "text-calls"] and result["exit"] == 0 and not result["solved"]
-    assert json.loads((out / "no-text-calls" / "ablation.json").read_text()) == {
-        "like": "all", "aid": "text-calls", "acted": ["csv-total"]}
-    rows = subprocess.run([*SUITE, "--report", str(out)], capture_output=True, text=True, timeout=60).stdout.splitlines()
-    dev, holdout = (len(json.loads((suite.TASKS / "split.json").read_text())[s]) for s in ("dev", "holdout"))
-    table = " ".join(rows)
-    assert f"| all | 1/2 of {dev} | 0/0 of {holdout} |" in table
-    assert f"| no-text-calls | 1/2 of {dev} (1 run again) | 0/0 of {holdout} (0 run again) |" in table
-
-
-def test_ablate_aid_switches_off_only_the_aids_named(fake, tmp_path):
-    fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
-    fake.script = [answer(FENCED_TRUE), answer("I do not know.")]
-    out, one = tmp_path / "out", ["--only", "csv-total"]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--label", "all", "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    fake.script = [answer(FENCED_TRUE)]
-    run = subprocess.run([*SUITE, "--base-url", fake.url, *one, "--ablate", "all", "--aid", "text-calls", "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith("no-")) == ["no-text-calls"]
-    bad = subprocess.run([*SUITE, "--aid", "telepathy", "--out", str(out)], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "--aid" in bad.stderr and "Traceback" not in bad.stderr
+    result = json.loads((out / "c" / "fix-bug" / "result.json").read_text())
+    assert result["agent_flags"] == ["--check", "python test_stats.py", "--file", "stats.py"]
+    assert result["exit"] == 6 and not result["solved"] and len(fake.requests) == 3
+    first = [m["content"] for m in fake.requests[0]["messages"] if m["role"] == "user"][0]
+    assert (suite.TASKS / "fix-bug" / "files" / "stats.py").read_text() in first
+    failed = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "user"][-1]
+    assert "\n\nThe check `python test_stats.py` fails" in failed
