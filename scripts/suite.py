@@ -34,6 +34,7 @@ one request well at a time), retries, and any score finer than solved / not solv
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -255,6 +256,7 @@ def report(folder: Path) -> str:
         result = load(path)
         if result is not None:
             result["generation"] = generation(path.parent / "transcript.jsonl")
+            result["check_round"] = check_round(path.parent / "transcript.jsonl")
             labels.setdefault(path.parent.parent.name, []).append(result)
     size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
     has_check = {name for name in task_names() if (TASKS / name / "task.json").is_file()}
@@ -275,20 +277,46 @@ def report(folder: Path) -> str:
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for label, results in sorted(labels.items()):
         lines.append(f"| {label} | " + " | ".join(speed(results)) + " |")
+    checked = {label: rounds for label, results in sorted(labels.items())
+               if (rounds := [r["check_round"] for r in results if r.get("check_round") is not None])}
+    if checked:  # which round's check passed first: what --check-rounds buys (a higher cap holds the lower ones)
+        most = max(max(r for r in rounds if r) if any(rounds) else 0 for rounds in checked.values())
+        lines += ["", "| label | tasks checked | " + " | ".join(f"passed at round {n}" for n in range(1, most + 1))
+                  + " | never passed |", "| --- | --- | " + "--- | " * most + "--- |"]
+        for label, rounds in checked.items():
+            lines.append(f"| {label} | {len(rounds)} | " + " | ".join(str(rounds.count(n)) for n in range(1, most + 1))
+                         + f" | {rounds.count(0)} |")
     return "\n".join(lines)
+
+
+def check_round(transcript: Path) -> int | None:
+    """The round (1 = the first final answer) at which the run's check first passed; 0 if no
+    check passed; None if the run had no check (no `check` event in its transcript)."""
+    checks = [event for event in events(transcript) if event.get("event") == "check"]
+    return next((n for n, event in enumerate(checks, 1) if event.get("passed")), 0) if checks else None
+
+
+def events(transcript: Path) -> list[dict]:
+    """The events of a JSONL transcript that parse as JSON objects ([] if there is none)."""
+    try:
+        lines = transcript.read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            if isinstance(event := json.loads(line), dict):
+                found.append(event)
+    return found
 
 
 def generation(transcript: Path) -> tuple[int, float]:
     """Tokens generated and seconds spent generating them, from the server's `timings` in the
     transcript's replies (llama-server sends them; (0, 0.0) when there are none)."""
     made, seconds = 0, 0.0
-    try:
-        lines = transcript.read_text().splitlines()
-    except OSError:
-        return made, seconds
-    for line in lines:
+    for event in events(transcript):
         try:
-            timings = json.loads(line)["body"].get("timings") or {}
+            timings = event["body"].get("timings") or {}
             made, seconds = made + timings["predicted_n"], seconds + timings["predicted_ms"] / 1000
         except (ValueError, KeyError, TypeError, AttributeError):
             continue

@@ -264,3 +264,19 @@ def test_checks_gives_the_agent_the_tasks_check_and_files(fake, tmp_path):
     assert (suite.TASKS / "fix-bug" / "files" / "stats.py").read_text() in first
     failed = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "user"][-1]
     assert "\n\nThe check `python test_stats.py` fails" in failed
+
+
+def test_the_report_says_at_which_round_the_check_first_passed(tmp_path):
+    runs = tmp_path / "runs"
+    first, second, third, unchecked = json.loads((suite.TASKS / "split.json").read_text())["dev"][:4]
+    for name, passed in ((first, [True]), (second, [False, False, True]), (third, [False, False]), (unchecked, None)):
+        folder = runs / "checks" / name
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(json.dumps({"task": name, "split": "dev", "solved": passed == [True],
+                                                        "commit": "c"}))
+        checks = [{"event": "check", "passed": p} for p in passed or []]
+        (folder / "transcript.jsonl").write_text("".join(json.dumps(e) + "\n" for e in checks) + "not json\n")
+    lines = subprocess.run([*SUITE, "--report", str(runs)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert lines[-3:] == ["| label | tasks checked | passed at round 1 | passed at round 2 | passed at round 3 | never passed |",
+                          "| --- | --- | --- | --- | --- | --- |",
+                          "| checks | 3 | 1 | 0 | 1 | 1 |"]
