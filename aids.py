@@ -75,9 +75,10 @@ def recover(text: str, finish: str | None, settings: Settings, calls: list, log)
     if not text:
         return []
     found, rules = written(text, settings, calls, whole=finish != "length")
-    if found:
-        note("recovered", f"recovered {len(found)} tool call(s) from the reply's text"
-                          + (f" ({'; '.join(rules)})" if rules else ""), log, rules=rules)
+    if found:  # each call with the rule that read it (recover.RULES), so a transcript can count them
+        said = "; ".join(f"{call}: {rule}" for rule, call in rules)
+        note("recovered", f"recovered {len(found)} tool call(s) from the reply's text ({said})", log,
+             rules=[rule for rule, _ in rules])
     if len(kept := first_steps(found)) < len(found):
         note("trimmed", f"only the first {len(kept)} of them kept: the rest were planned before the result of "
                         f"a read or a command they need, and are dropped from the history", log)

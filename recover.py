@@ -33,6 +33,10 @@ Left out on purpose: a call-shaped object in the middle of a line or among code 
 (or any non-JSON) code block, Python calls mixed with other code (`data = read_file("a.csv")[1:]`), XML
 parameters (`<parameter name=...>`): a wrong guess runs a command the model never meant.
 (A ```python block that calls a tool as a function is no program either, for the same reason.)
+
+The code blocks are read by the rules in RULES, each a guess at what a block means; `recover_all`
+says which rule produced each call it returns, so a run's transcript can count how often each one
+fires.
 """
 
 import ast
@@ -44,6 +48,31 @@ import textwrap
 from contextlib import suppress
 
 from tools import syntax_error
+
+# What recover_all reads, under the name it reports for each call: the general reader first, then
+# the code-block rules, each the most specific one that decided a call (a ```sh block holding
+# `read_file a.py` is sh-read, not sh-block).
+TEXT_CALL = "text-call"
+RULES = (
+    (TEXT_CALL, "a call written as text: JSON, <tool_call> tags, Kimi's markup, a Python call"),
+    # whole files shown as code blocks (_file_blocks): write_file
+    ("file-comment", "a block whose first line is a comment naming the file (# app.py): the whole file"),
+    ("file-sections", "one block holding several files, each under a comment naming it"),
+    ("file-prose", "a block whose file the prose before it names, and no other file"),
+    ("file-unnamed", "an unnamed ```python block keeping every def and class of one file the run read"),
+    ("file-main-guard", "a named block that drops functions but ends in a main guard: a rewrite, whole"),
+    ("splice-named", "a named block of functions the file has, alone: spliced into it in their place"),
+    ("splice-unnamed", "an unnamed ```python block of functions one file the run read has: spliced in"),
+    # commands shown as shell blocks (_command_blocks): run_shell, or read_file
+    ("sh-block", "a ```sh, bash, shell or zsh block: its text run as a command"),
+    ("sh-prompt", "a ```console block, or a shell block with `$ ` prompts: the prompted lines run"),
+    ("sh-tool-named", "`run_shell \"cmd\"` in a shell block: the command, without the tool's name"),
+    ("sh-read", "`read_file PATH` in a shell block: a read, not a command that is not found"),
+    # programs shown as ```python blocks (_program): run_shell of python3
+    ("python-program", "a ```python block that does something: run as a program"),
+    ("python-cells", "several such ```python blocks: run in order as one script, like a notebook's cells"),
+    ("python-shown-last", "a program that ends in a bare expression: run with that value printed"),
+)
 
 # A JSON value right after an XML-like tag: <tool_call>{..., <function>{..., <tools>[...
 _AFTER_TAG = re.compile(r"<[\w-]+>\s*(?=[{\[])")
@@ -89,38 +118,49 @@ def recover_calls(text: str, names) -> list[tuple[str, str]]:
     return [(name, json.dumps(args, ensure_ascii=False)) for _, name, args in _calls(text, names)]
 
 
-def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=True) -> tuple[list[tuple[str, str]], list[str]]:
+def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=True) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Calls written as text, whole files shown as code blocks (for files no written call
     covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
-    they appear in the reply, each call once: (calls, what came from code blocks, in words). A
-    model that shows the file, then the command that runs it, means both, in that order. A
-    ```sh block holding a command in `quoted` (one that ran with no file changed since) quotes
-    it, unless the reply writes first. `read`: the .py files the run has read or written (see
-    file_blocks). `names`: the tool names, or a dict of them to their parameters in order (then
-    `read_file("a.py")` is understood too). `whole`: the text is a whole reply, neither cut off
-    at the token limit nor still streaming, so a call may run to its end (see _open_ended)."""
-    calls = _calls(text, names, whole)
-    written = {args.get("path") for _, name, args in calls if name == "write_file"}
+    they appear in the reply, each call once: (calls, rules), where rules[i] is (the name in
+    RULES of the rule that read calls[i], calls[i] in words). A model that shows the file, then
+    the command that runs it, means both, in that order. A ```sh block holding a command in
+    `quoted` (one that ran with no file changed since) quotes it, unless the reply writes first.
+    `read`: the .py files the run has read or written (see file_blocks). `names`: the tool names,
+    or a dict of them to their parameters in order (then `read_file("a.py")` is understood too).
+    `whole`: the text is a whole reply, neither cut off at the token limit nor still streaming,
+    so a call may run to its end (see _open_ended).
+
+    >>> reply = "`t.py`:\\n```python\\nprint(1)\\n```\\n```sh\\npython t.py\\n```"
+    >>> recover_all(reply, {"write_file", "run_shell"}, lambda path: None)[1]
+    [('file-prose', 'write_file of t.py'), ('sh-block', "run_shell of 'python t.py'")]
+    """
+    calls = [(at, name, args, TEXT_CALL) for at, name, args in _calls(text, names, whole)]
+    written = {args.get("path") for _, name, args, _ in calls if name == "write_file"}
     files = _file_blocks(text, current, read)
-    blocks = [(start, "write_file", {"path": path, "content": body})
-              for start, path, body in files if path not in written and "write_file" in names]
-    used = {start for start, _, _ in files}
-    shown = ([(start, command, "a ```sh block") for start, command in _command_blocks(text, used)]
-             + [(start, command, "a ```python program") for start, command in _program(text, used, names)])
-    commands = [(start, *_as_read(command, names), kind) for start, command, kind in shown
-                if "run_shell" in names and (command not in quoted or any(
-                    name == "write_file" and at < start for at, name, _ in calls + blocks))]
+    blocks = [(start, "write_file", {"path": path, "content": body}, rule)
+              for start, path, body, rule in files if path not in written and "write_file" in names]
+    used = {start for start, *_ in files}
+    writes = [at for at, name, *_ in calls + blocks if name == "write_file"]
+    commands = [(start, *_as_read(command, names, rule))
+                for start, command, rule in _command_blocks(text, used) + _program(text, used, names)
+                if "run_shell" in names and (command not in quoted or any(at < start for at in writes))]
     ordered, seen = [], set()
-    for _, name, args, *_ in sorted(calls + blocks + commands, key=lambda call: call[0]):
+    for _, name, args, rule in sorted(calls + blocks + commands, key=lambda call: call[0]):
         encoded = json.dumps(args, ensure_ascii=False)
         if (name, encoded) not in seen:  # a tutorial shows the same command twice: run it once
             seen.add((name, encoded))
-            ordered.append((name, encoded))
-    def said(command, kind):
-        return repr(command) if "\n" not in command and len(command) <= 60 else kind
-    return ordered, [f"write_file of {args['path']}" for _, _, args in blocks] + [
-        f"run_shell of {said(args['command'], kind)}" if name == "run_shell" else f"read_file of {args['path']}"
-        for _, name, args, kind in commands]
+            ordered.append(((name, encoded), (rule, _said(name, args))))
+    return [call for call, _ in ordered], [rule for _, rule in ordered]
+
+
+def _said(name, args) -> str:
+    """A call in a few words, for a note: `write_file of app.py`, `run_shell of 'ls'`."""
+    command, path = args.get("command"), args.get("path")
+    if name == "run_shell" and isinstance(command, str):
+        if "\n" in command:
+            return f"run_shell of a {len(command.splitlines())}-line command"
+        return f"run_shell of {command!r}" if len(command) <= 60 else "run_shell of a long command"
+    return f"{name} of {path}" if isinstance(path, str) else name
 
 
 def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
@@ -140,11 +180,12 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     snippet, not a file, unless it ends in `if __name__ == "__main__":` (a rewrite, whole). `current(path)` gives the file's text now, or None.
     """
     return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
-            for _, path, body in _file_blocks(text, current, read)]
+            for _, path, body, _ in _file_blocks(text, current, read)]
 
 
 def _file_blocks(text, current, read=()):
-    """file_blocks with where each block starts: [(position, path, content), ...]."""
+    """file_blocks with where each block starts and the rule that read it:
+    [(position, path, content, rule), ...]."""
     found, prose_start = {}, 0
     for block in _FENCE.finditer(text):
         language, whole = block.group(1).lower(), block.group(2)
@@ -154,22 +195,34 @@ def _file_blocks(text, current, read=()):
         for body, start in zip(sections, itertools.accumulate([block.start()] + [len(part) for part in sections])):
             named = _NAME_COMMENT.match(body)
             paths = [named.group(1)] if named else _named_alone(prose)
+            rule = ("file-sections" if len(sections) > 1 else "file-comment") if named else "file-prose"
             if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
                 paths = [path for path in read
                          if _definitions(current(path)) and _keeps_definitions(current(path), body)]
                 paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
+                rule = "file-unnamed"
             if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
                 continue  # no single file named, already written, or cut off mid-block
             path = paths[0]
             own = body[len(named[0]) if named else 0:]  # (a block that names its own file is a command)
             if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own and path not in (current(path) or ""):
                 continue
-            if path.endswith(".py") and not _keeps_definitions(current(path), body) and not _main_guarded(body):
-                body = path in read and _splice(current(path), body)
+            if path.endswith(".py") and not _keeps_definitions(current(path), body):
+                body, rule = _rewrite_or_splice(path, body, current, read, rule)
                 if not body:
                     continue
-            found[path] = (start, path, body)
+            found[path] = (start, path, body, rule)
     return list(found.values())
+
+
+def _rewrite_or_splice(path, body, current, read, rule):
+    """A block that would drop a def or class `path` has now: a whole rewrite if it ends in a
+    main guard, else the functions it redoes spliced into the file (only a file the run has
+    read): (content, rule), the content None if it is neither."""
+    if _main_guarded(body):
+        return body, "file-main-guard"
+    spliced = _splice(current(path), body) if path in read else None
+    return spliced, "splice-unnamed" if rule == "file-unnamed" else "splice-named"
 
 
 def _holds(block, starts) -> bool:
@@ -188,7 +241,7 @@ def _named_alone(prose: str) -> list[str]:
 
 def _command_blocks(text, used):
     """Shell commands a reply shows in ```sh (bash, shell, console) blocks that are not a
-    file's content (`used`: where the file blocks start): [(position, command), ...]. A
+    file's content (`used`: where the file blocks start): [(position, command, rule), ...]. A
     leading "$ " prompt is dropped; in a console block only the prompted lines are commands."""
     found = []
     for block in _FENCE.finditer(text):
@@ -196,20 +249,23 @@ def _command_blocks(text, used):
         if language not in _SHELLS or _holds(block, used) or not block.group(0).endswith("```"):
             continue
         lines = body.strip().splitlines()
-        if language == "console" or any(line.startswith("$ ") for line in lines):
+        prompted = language == "console" or any(line.startswith("$ ") for line in lines)
+        if prompted:
             lines = [line[2:] for line in lines if line.startswith("$ ")]
-        if command := _unnamed("\n".join(lines).strip()):
-            found.append((block.start(), command))
+        shown = "\n".join(lines).strip()
+        if command := _unnamed(shown):
+            rule = "sh-tool-named" if command != shown else "sh-prompt" if prompted else "sh-block"
+            found.append((block.start(), command, rule))
     return found
 
 
-def _as_read(command, names):
+def _as_read(command, names, rule):
     """A command that is read_file's name and one path (`read_file todo.py`, as the 1.5B model
     writes a read in a ```sh block, where it would fail as "command not found") is that read;
-    any other command is run_shell's."""
+    any other command is run_shell's: (name, arguments, rule)."""
     if "read_file" in names and (named := re.fullmatch(r"read_file\s+['\"]?([\w./-]+)['\"]?", command)):
-        return "read_file", {"path": named[1]}
-    return "run_shell", {"command": command}
+        return "read_file", {"path": named[1]}, "sh-read"
+    return "run_shell", {"command": command}, rule
 
 
 def _unnamed(command):
@@ -226,7 +282,7 @@ def _unnamed(command):
 
 def _program(text, used, names):
     """The ```python blocks of a reply that are programs, as one command that runs them in order
-    as a single script (like a notebook's cells): [(position, command)] or []. A block is a
+    as a single script (like a notebook's cells): [(position, command, rule)] or []. A block is a
     program when it is complete, parses, does something at the top level (not only def, class,
     import and assignments), is no file's content (`used`), names no tool (a call as a function, or
     as a dict that the program would only print), and
@@ -250,9 +306,10 @@ def _program(text, used, names):
             start = block.start() if start is None else start
     if not cells:
         return []
-    script = shown_last("\n\n".join(cells))
+    script = shown_last(joined := "\n\n".join(cells))
+    rule = "python-shown-last" if script != joined else "python-cells" if len(cells) > 1 else "python-program"
     end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
-    return [(start, f"python3 - <<'{end}'\n{script}\n{end}")]
+    return [(start, f"python3 - <<'{end}'\n{script}\n{end}", rule)]
 
 
 def shown_last(script: str) -> str:

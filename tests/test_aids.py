@@ -63,7 +63,7 @@ def test_a_call_written_as_text_is_recovered_and_run(run_agent, fake, workspace)
     code, out, err = run_agent(answer(FENCED), reply(call("run_shell", command="python3 a.py")), answer("done"))
     assert code == 0 and out == "done\n"
     assert (workspace / "a.py").read_text() == "print(1)\n"
-    assert "recovered 1 tool call(s) from the reply's text" in err
+    assert "recovered 1 tool call(s) from the reply's text (write_file of a.py: text-call)" in flat(err)
     # the history sent back is valid: a structured call, answered by a tool message with its id
     assistant, result = fake.requests[1]["messages"][2:]
     assert assistant == {"role": "assistant", "content": "", "tool_calls": [{
@@ -84,8 +84,10 @@ def test_a_whole_file_in_a_code_block_is_written_and_a_sh_block_is_run(run_agent
     code, out, err = run_agent(answer(text), answer("done"))
     assert code == 0 and out == "done\n"
     assert (workspace / "fizz.py").read_text() == "print('Fizz')\n"
-    assert ("recovered 2 tool call(s) from the reply's text (write_file of fizz.py; run_shell of "
-            "'python fizz.py', from code blocks)") in flat(err)
+    assert ("recovered 2 tool call(s) from the reply's text (write_file of fizz.py: file-prose; run_shell of "
+            "'python fizz.py': sh-block)") in flat(err)
+    notes = [e for e in transcript.read(workspace.parent / "transcript.jsonl") if e["event"] == "note"]
+    assert [e["rules"] for e in notes if e["kind"] == "recovered"] == [["file-prose", "sh-block"]]
     written, ran = fake.requests[1]["messages"][2]["tool_calls"]
     assert ran["function"] == {"name": "run_shell", "arguments": json.dumps({"command": "python fizz.py"})}
     assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nFizz\n"
@@ -123,7 +125,7 @@ def test_a_program_in_a_python_block_is_run(run_agent, fake, workspace):
     code, out, err = run_agent(answer(f"Here is the code:\n```python\n{program}\n```"), answer("3.75"))
     assert code == 0 and out == "3.75\n" and (workspace / "total.txt").read_text() == "3.75"
     assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\n3.75\n"
-    assert "(run_shell of a ```python program, from code blocks)" in flat(err)
+    assert "(run_shell of a 7-line command: python-program)" in flat(err)
 
 
 def test_a_snippet_that_would_drop_code_is_not_written(run_agent, fake, workspace):
@@ -151,7 +153,7 @@ def test_an_unnamed_new_version_of_a_file_the_run_read_is_written(run_agent, fak
     code, _, err = run_agent(reply(call("read_file", path="greet.py")), answer(f"```python\n{new}```"),
                              reply(call("run_shell", command="python3 greet.py")), answer("done"))
     assert code == 0 and (workspace / "greet.py").read_text() == new
-    assert "(write_file of greet.py, from code blocks)" in flat(err)
+    assert "(write_file of greet.py: file-unnamed)" in flat(err)
 
 
 def test_a_file_in_triple_quotes_without_its_braces_is_written_unless_the_reply_was_cut_off(run_agent, fake, workspace):

@@ -6,10 +6,11 @@ server elsewhere, not here.
 """
 
 import json
+import re
 
 import pytest
 
-from recover import file_blocks, recover_all, recover_calls
+from recover import RULES, file_blocks, recover_all, recover_calls
 
 NAMES = {"read_file", "write_file", "run_shell"}
 F = "```"  # a code fence, kept out of the strings below so they stay readable
@@ -375,13 +376,70 @@ def test_python_calls(text, expected):
     assert [(name, json.loads(args)) for name, args in recover_calls(text, PARAMETERS)] == expected
 
 
-def test_recover_all_says_what_came_from_blocks():
+def test_recover_all_says_which_rule_read_each_call():
     text = f"`t.py`:\n{F}python\nprint(1)\n{F}\n{F}sh\npython t.py\n{F}"
-    assert recover_all(text, NAMES, lambda path: None)[1] == ["write_file of t.py", "run_shell of 'python t.py'"]
-    assert recover_all(text, {"read_file", "write_file"}, lambda path: None)[0] == written("t.py", "print(1)\n")
-    text = f"{F}sh\nmkdir out\ncp *.txt out/\n{F}\n{F}python\nprint(2)\n{F}"
-    assert recover_all(text, NAMES, lambda path: None)[1] == ["run_shell of a ```sh block",
-                                                             "run_shell of a ```python program"]
+    assert recover_all(text, NAMES, lambda path: None)[1] == [("file-prose", "write_file of t.py"),
+                                                             ("sh-block", "run_shell of 'python t.py'")]
+    assert recover_all(text, {"read_file", "write_file"}, lambda path: None) == (
+        written("t.py", "print(1)\n"), [("file-prose", "write_file of t.py")])
+    text = f"{F}sh\nmkdir out\ncp *.txt out/\n{F}\n{F}python\nprint(2)\n{F}\n{LS}"
+    assert recover_all(text, NAMES, lambda path: None)[1] == [
+        ("sh-block", "run_shell of a 2-line command"), ("python-program", "run_shell of a 3-line command"),
+        ("text-call", "run_shell of 'ls'")]
+
+
+# One reply per rule in RULES, with the files the run has read: every call it holds is that rule's.
+RULE_SAMPLES = {
+    "text-call": (f"{F}json\n{LS}\n{F}", {}),
+    "file-comment": (f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {}),
+    "file-sections": (f"{F}python\n# a.py\nx = 1\n\n# b.py\ny = 2\n{F}", {}),
+    "file-prose": (f"Create `fizzbuzz.py`:\n{F}python\n{FIZZ}{F}", {}),
+    "file-unnamed": (f"{F}python\ndef main():\n    print('HI')\n{F}", {"greet.py": "def main():\n    print('hi')\n"}),
+    "file-main-guard": (f"Change `greet.py`:\n{F}python\nif __name__ == \"__main__\":\n    print(1)\n{F}",
+                        {"greet.py": "def main():\n    print(1)\n"}),
+    "splice-named": (f"The fixed median in `stats.py`:\n{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
+    "splice-unnamed": (f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
+    "sh-block": (f"{F}bash\nls -la\n{F}", {}),
+    "sh-prompt": (f"{F}console\n$ ls data\na.txt\n{F}", {}),
+    "sh-tool-named": (f"{F}sh\nrun_shell \"python hello.py\"\n{F}", {}),
+    "sh-read": (f"{F}sh\nread_file todo.py\n{F}", {}),
+    "python-program": (f"{F}python\nprint(2 + 2)\n{F}", {}),
+    "python-cells": (f"{F}python\nx = 2\nprint(x)\n{F}\nThen:\n{F}python\nprint(x * 2)\n{F}", {}),
+    "python-shown-last": (f"{F}python\nx = 2\nx * 3\n{F}", {}),
+}
+
+
+def reported(text, files):
+    return [rule for rule, _ in recover_all(text, PARAMETERS, files.get, read=list(files))[1]]
+
+
+@pytest.mark.parametrize("rule", [name for name, _ in RULES])
+def test_each_rule_is_reported_for_what_it_reads(rule):
+    text, files = RULE_SAMPLES[rule]  # (a KeyError: a rule with no sample here)
+    assert set(reported(text, files)) == {rule}
+
+
+def test_every_rule_has_one_sample_and_a_distinct_kebab_case_name():
+    names = [name for name, _ in RULES]
+    assert sorted(RULE_SAMPLES) == sorted(names) and len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", name) for name in names)
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"{F}console\n$ read_file a.py\n{F}", ["sh-read"]),  # a read, though a prompted one
+    (f"{F}console\n$ run_shell ls\n{F}", ["sh-tool-named"]),
+    (f"{F}python\nprint(1)\n{F}\n{F}python\n5 * 5\n{F}", ["python-shown-last"]),  # cells too, but the value shown
+    (f"{F}json\n{LS}\n{F}\n{F}sh\nls\n{F}", ["text-call"]),  # the same call again is not reported twice
+    (f"{F}sh\npython t.py\n{F}\nOr:\n{F}bash\npython t.py\n{F}", ["sh-block"]),
+])
+def test_the_most_specific_rule_is_reported_once_per_call(text, expected):
+    calls, rules = recover_all(text, PARAMETERS, lambda path: None)
+    assert [rule for rule, _ in rules] == expected and len(calls) == len(rules)
+
+
+def test_a_long_command_is_named_by_its_rule_not_quoted():
+    text = f"{F}sh\necho {'x' * 70}\n{F}"
+    assert recover_all(text, NAMES, lambda path: None)[1] == [("sh-block", "run_shell of a long command")]
 
 
 # Seen from Qwen2.5-Coder-1.5B: a file put in a call as Python would write it, the same reply
