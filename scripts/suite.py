@@ -34,6 +34,7 @@ one request well at a time), retries, and any score finer than solved / not solv
 """
 
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -56,6 +57,7 @@ from rich.text import Text
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 sys.path.insert(0, str(ROOT))
+import recover  # noqa: E402
 import sandbox  # noqa: E402
 
 CHECK_TIMEOUT = 120  # seconds; a check runs a few small scripts
@@ -255,8 +257,9 @@ def report(folder: Path) -> str:
     for path in sorted(folder.glob("*/*/result.json")):
         result = load(path)
         if result is not None:
-            result["generation"] = generation(path.parent / "transcript.jsonl")
-            result["check_round"] = check_round(path.parent / "transcript.jsonl")
+            result["events"] = events(path.parent / "transcript.jsonl")
+            result["generation"] = generation(result["events"])
+            result["check_round"] = check_round(result["events"])
             labels.setdefault(path.parent.parent.name, []).append(result)
     size = {split: sum(1 for s in splits().values() if s == split) for split in SPLITS}
     has_check = {name for name in task_names() if (TASKS / name / "task.json").is_file()}
@@ -286,13 +289,27 @@ def report(folder: Path) -> str:
         for label, rounds in checked.items():
             lines.append(f"| {label} | {len(rounds)} | " + " | ".join(str(rounds.count(n)) for n in range(1, most + 1))
                          + f" | {rounds.count(0)} |")
+    fired = {label: rules_fired(results) for label, results in sorted(labels.items())}
+    if any(fired.values()):  # which of recover's rules read the calls: a rule that never fires is a candidate to delete
+        lines += ["", "| rule | " + " | ".join(fired) + " |", "| --- | " + "--- | " * len(fired)]
+        lines += [f"| {name} | " + " | ".join(str(counts[name]) for counts in fired.values()) + " |"
+                  for name, _ in recover.RULES]
     return "\n".join(lines)
 
 
-def check_round(transcript: Path) -> int | None:
+def rules_fired(results: list[dict]) -> collections.Counter:
+    """How often each of recover.RULES read a call, over the transcripts of a label's runs (the
+    `rules` of its `recovered` notes; a transcript from before the rules were named has none)."""
+    names = {name for name, _ in recover.RULES}
+    return collections.Counter(rule for result in results for event in result["events"]
+                               if event.get("event") == "note" and event.get("kind") == "recovered"
+                               for rule in event.get("rules") or [] if rule in names)
+
+
+def check_round(transcript: list[dict]) -> int | None:
     """The round (1 = the first final answer) at which the run's check first passed; 0 if no
     check passed; None if the run had no check (no `check` event in its transcript)."""
-    checks = [event for event in events(transcript) if event.get("event") == "check"]
+    checks = [event for event in transcript if event.get("event") == "check"]
     return next((n for n, event in enumerate(checks, 1) if event.get("passed")), 0) if checks else None
 
 
@@ -310,11 +327,11 @@ def events(transcript: Path) -> list[dict]:
     return found
 
 
-def generation(transcript: Path) -> tuple[int, float]:
+def generation(transcript: list[dict]) -> tuple[int, float]:
     """Tokens generated and seconds spent generating them, from the server's `timings` in the
     transcript's replies (llama-server sends them; (0, 0.0) when there are none)."""
     made, seconds = 0, 0.0
-    for event in events(transcript):
+    for event in transcript:
         try:
             timings = event["body"].get("timings") or {}
             made, seconds = made + timings["predicted_n"], seconds + timings["predicted_ms"] / 1000

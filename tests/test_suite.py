@@ -280,3 +280,18 @@ def test_the_report_says_at_which_round_the_check_first_passed(tmp_path):
     assert lines[-3:] == ["| label | tasks checked | passed at round 1 | passed at round 2 | passed at round 3 | never passed |",
                           "| --- | --- | --- | --- | --- | --- |",
                           "| checks | 3 | 1 | 0 | 1 | 1 |"]
+
+
+def test_the_report_counts_which_recover_rules_fired(tmp_path):
+    runs = tmp_path / "runs"
+    for label, rules in (("a", [["sh-block", "text-call"], ["sh-block"]]), ("b", [["write_file of x.py"]])):
+        folder = runs / label / "fizzbuzz"
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(json.dumps({"task": "fizzbuzz", "split": "dev", "solved": False, "commit": "c"}))
+        notes = [{"event": "note", "kind": "recovered", "text": "recovered", "rules": r} for r in rules]
+        (folder / "transcript.jsonl").write_text("".join(json.dumps(e) + "\n" for e in notes))
+    lines = subprocess.run([*SUITE, "--report", str(runs)], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    table = lines[lines.index("| rule | a | b |"):]
+    import recover
+    assert len(table) == 2 + len(recover.RULES)
+    assert "| sh-block | 2 | 0 |" in table and "| text-call | 1 | 0 |" in table and "| sh-read | 0 | 0 |" in table
