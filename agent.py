@@ -70,7 +70,7 @@ class Stop(Exception):
 
 
 def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = aids.Hooks(),
-        check: str | None = None, rounds: int = 3, log=lambda event, **data: None) -> tuple[int, str]:
+        check: str | None = None, rounds: int = 2, log=lambda event, **data: None) -> tuple[int, str]:
     """The agent loop. `ask(messages, stop)` is one model call; `hooks` are the aids' (none: the
     plain loop); `check` is the user's command that decides when the work is done.
     Returns (exit code, final answer)."""
@@ -410,8 +410,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--check", metavar="CMD", default=env.get("TOOLOOP_CHECK") or None,
                         help="your definition of done: a shell command run (sandboxed) each time the model answers; "
                              "its failure goes back to the model (env TOOLOOP_CHECK)")
-    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "3",
-                        help="end with exit 6 at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 3)")
+    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "2",
+                        help="end with exit 6 at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 2)")
     parser.add_argument("--file", metavar="PATH", action="append", default=[],
                         help="a file that comes with the task: its content is in the first message, and it "
                              "counts as read (repeatable)")

@@ -40,37 +40,27 @@ fires.
 """
 
 import ast
-import itertools
 import json
 import re
-import shlex
 import textwrap
-from contextlib import suppress
 
 from tools import syntax_error
 
 # What recover_all reads, under the name it reports for each call: the general reader first, then
-# the code-block rules, each the most specific one that decided a call (a ```sh block holding
-# `read_file a.py` is sh-read, not sh-block).
+# the code-block rules, each the most specific one that decided a call. Rules that read no call in
+# the suite's runs were deleted (docs/results.md names them).
 TEXT_CALL = "text-call"
 RULES = (
     (TEXT_CALL, "a call written as text: JSON, <tool_call> tags, Kimi's markup, a Python call"),
     # whole files shown as code blocks (_file_blocks): write_file
-    ("file-comment", "a block whose first line is a comment naming the file (# app.py): the whole file"),
-    ("file-sections", "one block holding several files, each under a comment naming it"),
     ("file-prose", "a block whose file the prose before it names, and no other file"),
     ("file-unnamed", "an unnamed ```python block keeping every def and class of one file the run read"),
-    ("file-main-guard", "a named block that drops functions but ends in a main guard: a rewrite, whole"),
     ("splice-named", "a named block of functions the file has, alone: spliced into it in their place"),
     ("splice-unnamed", "an unnamed ```python block of functions one file the run read has: spliced in"),
-    # commands shown as shell blocks (_command_blocks): run_shell, or read_file
+    # commands shown as shell blocks (_command_blocks): run_shell
     ("sh-block", "a ```sh, bash, shell or zsh block: its text run as a command"),
-    ("sh-prompt", "a ```console block, or a shell block with `$ ` prompts: the prompted lines run"),
-    ("sh-tool-named", "`run_shell \"cmd\"` in a shell block: the command, without the tool's name"),
-    ("sh-read", "`read_file PATH` in a shell block: a read, not a command that is not found"),
     # programs shown as ```python blocks (_program): run_shell of python3
     ("python-program", "a ```python block that does something: run as a program"),
-    ("python-cells", "several such ```python blocks: run in order as one script, like a notebook's cells"),
     ("python-shown-last", "a program that ends in a bare expression: run with that value printed"),
 )
 
@@ -101,9 +91,8 @@ _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANG
 # For _program: top-level statements that do nothing by themselves.
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _QUIET = (*_DEFINITIONS, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
-_SHELLS = {"sh", "bash", "shell", "console", "zsh"}
+_SHELLS = {"sh", "bash", "shell", "zsh"}
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
-_SECTION = re.compile(r"^(?=[ \t]*(?:#|//)[ \t]*(?:[\w-]+/)*[\w-]+\.\w+[ \t]*\n)", re.M)  # a line naming a file
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _BRACES = re.compile(r"}*")  # stray closing braces after a call in doubled braces
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
@@ -141,7 +130,7 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
               for start, path, body, rule in files if path not in written and "write_file" in names]
     used = {start for start, *_ in files}
     writes = [at for at, name, *_ in calls + blocks if name == "write_file"]
-    commands = [(start, *_as_read(command, names, rule))
+    commands = [(start, "run_shell", {"command": command}, rule)
                 for start, command, rule in _command_blocks(text, used) + _program(text, used, names)
                 if "run_shell" in names and (command not in quoted or any(at < start for at in writes))]
     ordered, seen = [], set()
@@ -168,16 +157,17 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     calling write_file: [("write_file", arguments_as_json_object_string), ...] in order.
 
     Small models write code far better in a ```python block than inside a JSON string. A block
-    counts as the whole new content of PATH when its language fits PATH's type and either its
-    first line is a comment naming PATH (`# app.py`) or the prose since the previous block
-    names PATH and no other file, or nothing names a file and the block is a ```python block that
+    counts as the whole new content of PATH when its language fits PATH's type and either the
+    prose since the previous block names PATH and no other file, or nothing names a file and the
+    block is a ```python block that
     keeps every top-level def and class of exactly one file in `read` (the .py files the run has
     read or written; small models asked again for a change often answer with the new file alone,
     unnamed). Only the first block per file counts (later ones are usually
     the command that runs it), a block that mentions its own file's name is a command (unless the
     file does too: a usage line in its docstring), Python
     must parse, and a block that would drop a top-level def or class the file has now is a
-    snippet, not a file, unless it ends in `if __name__ == "__main__":` (a rewrite, whole). `current(path)` gives the file's text now, or None.
+    snippet, not a file: its functions are spliced into the file in their place, if the run has
+    read it. `current(path)` gives the file's text now, or None.
     """
     return [("write_file", json.dumps({"path": path, "content": body}, ensure_ascii=False))
             for _, path, body, _ in _file_blocks(text, current, read)]
@@ -190,39 +180,24 @@ def _file_blocks(text, current, read=()):
     for block in _FENCE.finditer(text):
         language, whole = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        # several files in one block, each under a comment naming it (# app.py, then # test_app.py)
-        sections = [part for part in _SECTION.split(whole) if part] if _NAME_COMMENT.match(whole) else [whole]
-        for body, start in zip(sections, itertools.accumulate([block.start()] + [len(part) for part in sections])):
-            named = _NAME_COMMENT.match(body)
-            paths = [named.group(1)] if named else _named_alone(prose)
-            rule = ("file-sections" if len(sections) > 1 else "file-comment") if named else "file-prose"
-            if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
-                paths = [path for path in read
-                         if _definitions(current(path)) and _keeps_definitions(current(path), body)]
-                paths = paths or [path for path in read if _splice(current(path), body)]  # or whose functions it redoes
-                rule = "file-unnamed"
-            if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
-                continue  # no single file named, already written, or cut off mid-block
-            path = paths[0]
-            own = body[len(named[0]) if named else 0:]  # (a block that names its own file is a command)
-            if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in own and path not in (current(path) or ""):
+        paths, rule = _named_alone(prose), "file-prose"
+        if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
+            paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), whole)]
+            paths = paths or [path for path in read if _splice(current(path), whole)]  # or whose functions it redoes
+            rule = "file-unnamed"
+        if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
+            continue  # no single file named, already written, or cut off mid-block
+        path, body = paths[0], whole
+        if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body and path not in (current(path) or ""):
+            continue  # (a block that names its own file is a command)
+        if path.endswith(".py") and not _keeps_definitions(current(path), body):
+            # a snippet: the functions it redoes, spliced into a file the run has read
+            body = _splice(current(path), body) if path in read else None
+            rule = "splice-unnamed" if rule == "file-unnamed" else "splice-named"
+            if not body:
                 continue
-            if path.endswith(".py") and not _keeps_definitions(current(path), body):
-                body, rule = _rewrite_or_splice(path, body, current, read, rule)
-                if not body:
-                    continue
-            found[path] = (start, path, body, rule)
+        found[path] = (block.start(), path, body, rule)
     return list(found.values())
-
-
-def _rewrite_or_splice(path, body, current, read, rule):
-    """A block that would drop a def or class `path` has now: a whole rewrite if it ends in a
-    main guard, else the functions it redoes spliced into the file (only a file the run has
-    read): (content, rule), the content None if it is neither."""
-    if _main_guarded(body):
-        return body, "file-main-guard"
-    spliced = _splice(current(path), body) if path in read else None
-    return spliced, "splice-unnamed" if rule == "file-unnamed" else "splice-named"
 
 
 def _holds(block, starts) -> bool:
@@ -240,56 +215,23 @@ def _named_alone(prose: str) -> list[str]:
 
 
 def _command_blocks(text, used):
-    """Shell commands a reply shows in ```sh (bash, shell, console) blocks that are not a
-    file's content (`used`: where the file blocks start): [(position, command, rule), ...]. A
-    leading "$ " prompt is dropped; in a console block only the prompted lines are commands."""
-    found = []
-    for block in _FENCE.finditer(text):
-        language, body = block.group(1).lower(), block.group(2)
-        if language not in _SHELLS or _holds(block, used) or not block.group(0).endswith("```"):
-            continue
-        lines = body.strip().splitlines()
-        prompted = language == "console" or any(line.startswith("$ ") for line in lines)
-        if prompted:
-            lines = [line[2:] for line in lines if line.startswith("$ ")]
-        shown = "\n".join(lines).strip()
-        if command := _unnamed(shown):
-            rule = "sh-tool-named" if command != shown else "sh-prompt" if prompted else "sh-block"
-            found.append((block.start(), command, rule))
-    return found
-
-
-def _as_read(command, names, rule):
-    """A command that is read_file's name and one path (`read_file todo.py`, as the 1.5B model
-    writes a read in a ```sh block, where it would fail as "command not found") is that read;
-    any other command is run_shell's: (name, arguments, rule)."""
-    if "read_file" in names and (named := re.fullmatch(r"read_file\s+['\"]?([\w./-]+)['\"]?", command)):
-        return "read_file", {"path": named[1]}, "sh-read"
-    return "run_shell", {"command": command}, rule
-
-
-def _unnamed(command):
-    """The command without the tool's name written before it, as the 1.5B model writes it in a
-    ```sh block: `run_shell "python hello.py"` runs `python hello.py`."""
-    named = re.fullmatch(r"run_shell\s+(.+)", command, re.S)
-    if not named:
-        return command
-    with suppress(ValueError):  # (unbalanced quotes: the words as written)
-        if len(words := shlex.split(named[1])) == 1:
-            return words[0]
-    return named[1]
+    """Shell commands a reply shows in complete ```sh (bash, shell, zsh) blocks that are not a
+    file's content (`used`: where the file blocks start): [(position, command, "sh-block"), ...]."""
+    return [(block.start(), block.group(2).strip(), "sh-block") for block in _FENCE.finditer(text)
+            if block.group(1).lower() in _SHELLS and not _holds(block, used) and block.group(0).endswith("```")
+            and block.group(2).strip()]
 
 
 def _program(text, used, names):
-    """The ```python blocks of a reply that are programs, as one command that runs them in order
-    as a single script (like a notebook's cells): [(position, command, rule)] or []. A block is a
+    """The first ```python block of a reply that is a program, as a command that runs it:
+    [(position, command, rule)] or []. A block is a
     program when it is complete, parses, does something at the top level (not only def, class,
     import and assignments), is no file's content (`used`), names no tool (a call as a function, or
     as a dict that the program would only print), and
     neither the prose before it nor a comment on its first line names a file (then it is that
     file's code, or a snippet of it: made-up code under "# app.py" that prints "all tests
     passed", run as a program, would pass for the check)."""
-    cells, start, prose_start = [], None, 0
+    prose_start = 0
     for block in _FENCE.finditer(text):
         language, body = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
@@ -302,14 +244,11 @@ def _program(text, used, names):
         except (SyntaxError, ValueError, RecursionError):
             continue
         if any(not isinstance(node, _QUIET) and not _is_docstring(node) for node in statements):
-            cells.append(body.strip())
-            start = block.start() if start is None else start
-    if not cells:
-        return []
-    script = shown_last(joined := "\n\n".join(cells))
-    rule = "python-shown-last" if script != joined else "python-cells" if len(cells) > 1 else "python-program"
-    end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
-    return [(start, f"python3 - <<'{end}'\n{script}\n{end}", rule)]
+            script = shown_last(body.strip())
+            rule = "python-shown-last" if script != body.strip() else "python-program"
+            end = next(word for word in ("EOF", "END_OF_SCRIPT", "END_OF_PYTHON_SCRIPT") if word not in script.split("\n"))
+            return [(block.start(), f"python3 - <<'{end}'\n{script}\n{end}", rule)]
+    return []
 
 
 def shown_last(script: str) -> str:
@@ -365,16 +304,6 @@ def _keeps_definitions(old: str | None, new: str) -> bool:
     """Does `new` parse as Python and define every top-level function and class that `old` does?"""
     new_names = _definitions(new)
     return new_names is not None and (_definitions(old or "") or set()) <= new_names
-
-
-def _main_guarded(source: str) -> bool:
-    """Does `source` parse and end in `if __name__ == "__main__":`? Then it is a whole program,
-    a rewrite of its file that may drop old functions, not a snippet of it."""
-    try:
-        last = ast.parse(source).body[-1:]
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return bool(last) and isinstance(last[0], ast.If) and "__main__" in ast.unparse(last[0].test)
 
 
 def _definitions(source: str | None) -> set[str] | None:

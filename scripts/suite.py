@@ -291,7 +291,7 @@ def report(folder: Path) -> str:
                          + f" | {rounds.count(0)} |")
     fired = {label: rules_fired(results) for label, results in sorted(labels.items())}
     if any(fired.values()):  # which of recover's rules read the calls: a rule that never fires is a candidate to delete
-        lines += ["", "| rule | " + " | ".join(fired) + " |", "| --- | " + "--- | " * len(fired)]
+        lines += ["", "| rule | " + " | ".join(fired) + " |", "|" + " --- |" * (1 + len(fired))]
         lines += [f"| {name} | " + " | ".join(str(counts[name]) for counts in fired.values()) + " |"
                   for name, _ in recover.RULES]
     return "\n".join(lines)

@@ -75,6 +75,11 @@ def test_the_round_limit_ends_the_run_with_exit_6(run_agent, fake, workspace):
     assert agent.EXIT_CODES[6] in err
 
 
+def test_by_default_the_second_failed_check_ends_the_run(run_agent, fake, workspace):
+    code, _, _ = run_agent(answer("done"), answer("done"), answer("never asked"), flags=["--check", "false"])
+    assert code == 6 and len(fake.requests) == 2
+
+
 def test_an_empty_reply_is_checked_too(run_agent, fake, workspace):
     (workspace / "done.txt").write_text("")
     code, _, _ = run_agent(answer(""), flags=["--check", "test -f done.txt"])

@@ -222,8 +222,9 @@ BLOCKS = [
     # Seen here (Qwen2.5-Coder-1.5B, fizzbuzz): the file named in a heading, then a run command.
     ("named-in-prose", f"### Step 1: Create `fizzbuzz.py`\n\n{F}python\n{FIZZ}{F}\n\nRun it:\n{F}sh\n"
      f"python fizzbuzz.py\n{F}", {}, written("fizzbuzz.py", FIZZ)),
-    ("named-in-comment", f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {},
-     written("fizzbuzz.py", "# fizzbuzz.py\n" + FIZZ)),
+    # A comment naming the file is not read as a name (that rule read no call in the suite): neither
+    # a file nor a program.
+    ("named-only-in-a-comment", f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {}, []),
     # Seen here (fix-shell-script): the corrected script, then chmod and a run, both naming it.
     ("shell-script-then-commands", f"To fix `backup.sh`, here is the corrected script:\n\n{F}bash\n{SCRIPT}{F}\n\n"
      f"Now save this script as `backup.sh` and make it executable:\n\n{F}sh\nchmod +x backup.sh\n{F}",
@@ -245,18 +246,11 @@ BLOCKS = [
     # Seen here (a CLI flag): the whole new file, whose docstring names it, as the file it read did.
     ("its-docstring-names-it-as-the-file-did", f"Add it to `todo.py`:\n{F}python\n\"\"\"`python todo.py --all`\"\"\"\nprint(2)\n{F}",
      {"todo.py": '"""`python todo.py --all`"""\nprint(1)\n'}, written("todo.py", '"""`python todo.py --all`"""\nprint(2)\n')),
-    # Seen here (a CLI flag): the file rewritten whole, main() folded into a main guard.
-    ("a-rewrite-with-a-main-guard-may-drop-functions", f"Change `greet.py`:\n{F}python\nimport sys\n\n"
-     f"if __name__ == \"__main__\":\n    print(sys.argv)\n{F}", {"greet.py": "def main():\n    print(1)\n\n\nmain()\n"},
-     written("greet.py", "import sys\n\nif __name__ == \"__main__\":\n    print(sys.argv)\n")),
+    # A block that drops functions of the file is a snippet, main guard or not: never the whole file.
+    ("a-block-that-drops-functions-is-no-rewrite", f"Change `greet.py`:\n{F}python\nimport sys\n\n"
+     f"if __name__ == \"__main__\":\n    print(sys.argv)\n{F}", {"greet.py": "def main():\n    print(1)\n\n\nmain()\n"}, []),
     ("two-files", f"`a.py`:\n{F}python\nx = 1\n{F}\n`b.py`:\n{F}python\ny = 2\n{F}", {},
      written("a.py", "x = 1\n") + written("b.py", "y = 2\n")),
-    # Seen here (implement-function): two files in one block, each under a comment naming it.
-    ("two-files-in-one-block", f"Here they are:\n{F}python\n# roman.py\ndef to_roman(n):\n    return 'I' * n\n\n"
-     f"# test_roman.py\nfrom roman import to_roman\nprint('ok')\n{F}",
-     {"roman.py": "def to_roman(n):\n    raise NotImplementedError\n"},
-     written("roman.py", "# roman.py\ndef to_roman(n):\n    return 'I' * n\n\n")
-     + written("test_roman.py", "# test_roman.py\nfrom roman import to_roman\nprint('ok')\n")),
     # Seen here (fix-bug): "the corrected `median`" alone, for a file the run has read: spliced in
     # place of the old median, mean() kept.
     ("function-spliced-in", f"To fix `stats.py`, here is the corrected median:\n{F}python\n"
@@ -306,13 +300,10 @@ REPLIES = [
     # Seen here (write-unit-test): the file, then "to run the tests, execute" and the command, twice.
     ("file-then-command", f"`t.py`:\n{F}python\nprint(1)\n{F}\nTo run it:\n{F}sh\npython t.py\n{F}\n"
      f"Or:\n{F}bash\npython t.py\n{F}", set(), written("t.py", "print(1)\n") + [ran("python t.py")]),
-    ("prompt-lines-only", f"{F}console\n$ grep -c ERROR app.log\n1\n{F}", set(), [ran("grep -c ERROR app.log")]),
-    ("prompted-sh", f"{F}sh\n$ ls data\n{F}", set(), [ran("ls data")]),
-    # Seen here (the e2e test's task): the tool's name before the command, in a ```sh block.
-    ("tool-named-in-sh", f"{F}sh\nrun_shell \"python hello.py\"\n{F}", set(), [ran("python hello.py")]),
-    ("tool-named-unquoted", f"{F}sh\nrun_shell ls -la\n{F}", set(), [ran("ls -la")]),
-    # A read written as a command in a ```sh block ("read_file: command not found" if run).
-    ("read-written-as-a-command", f"{F}sh\nread_file todo.py\n{F}", set(), [("read_file", '{"path": "todo.py"}')]),
+    # A ```console block shows a session, output and all: it is not run.
+    ("console-block", f"{F}console\n$ grep -c ERROR app.log\n1\n{F}", set(), []),
+    # A ```sh block runs as written (the error, "read_file: command not found", goes to the model).
+    ("read-written-as-a-command", f"{F}sh\nread_file todo.py\n{F}", set(), [ran("read_file todo.py")]),
     ("read-in-a-pipeline-stays-a-command", f"{F}sh\nread_file todo.py | head\n{F}", set(),
      [ran("read_file todo.py | head")]),
     ("json-call-then-block", f'{F}json\n{{"name": "run_shell", "arguments": {{"command": "ls"}}}}\n{F}\n'
@@ -326,9 +317,9 @@ REPLIES = [
     # Seen here (csv-total): no file named, a program that computes the answer: it runs.
     ("program", f"Here is the code:\n{F}python\nwith open('s.csv') as f:\n    print(len(f.read()))\n{F}", set(),
      [ran("python3 - <<'EOF'\nwith open('s.csv') as f:\n    print(len(f.read()))\nEOF")]),
-    # Step-by-step tutorials: the steps run as one script, in order, like a notebook's cells.
-    ("cells", f"Step 1:\n{F}python\nx = 2\nprint(x)\n{F}\nStep 2:\n{F}python\nprint(x * 2)\n{F}", set(),
-     [ran("python3 - <<'EOF'\nx = 2\nprint(x)\n\nprint(x * 2)\nEOF")]),
+    # Several programs: the first runs (its output is what the model asked to see first).
+    ("first-of-two-programs", f"Step 1:\n{F}python\nx = 2\nprint(x)\n{F}\nStep 2:\n{F}python\nprint(x * 2)\n{F}", set(),
+     [ran("python3 - <<'EOF'\nx = 2\nprint(x)\nEOF")]),
     ("program-with-an-EOF-line", f'{F}python\nprint("""\nEOF\n""")\n{F}', set(),
      [ran('python3 - <<\'END_OF_SCRIPT\'\nprint("""\nEOF\n""")\nEND_OF_SCRIPT')]),
     # Not commands:
@@ -391,20 +382,12 @@ def test_recover_all_says_which_rule_read_each_call():
 # One reply per rule in RULES, with the files the run has read: every call it holds is that rule's.
 RULE_SAMPLES = {
     "text-call": (f"{F}json\n{LS}\n{F}", {}),
-    "file-comment": (f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {}),
-    "file-sections": (f"{F}python\n# a.py\nx = 1\n\n# b.py\ny = 2\n{F}", {}),
     "file-prose": (f"Create `fizzbuzz.py`:\n{F}python\n{FIZZ}{F}", {}),
     "file-unnamed": (f"{F}python\ndef main():\n    print('HI')\n{F}", {"greet.py": "def main():\n    print('hi')\n"}),
-    "file-main-guard": (f"Change `greet.py`:\n{F}python\nif __name__ == \"__main__\":\n    print(1)\n{F}",
-                        {"greet.py": "def main():\n    print(1)\n"}),
     "splice-named": (f"The fixed median in `stats.py`:\n{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
     "splice-unnamed": (f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
     "sh-block": (f"{F}bash\nls -la\n{F}", {}),
-    "sh-prompt": (f"{F}console\n$ ls data\na.txt\n{F}", {}),
-    "sh-tool-named": (f"{F}sh\nrun_shell \"python hello.py\"\n{F}", {}),
-    "sh-read": (f"{F}sh\nread_file todo.py\n{F}", {}),
     "python-program": (f"{F}python\nprint(2 + 2)\n{F}", {}),
-    "python-cells": (f"{F}python\nx = 2\nprint(x)\n{F}\nThen:\n{F}python\nprint(x * 2)\n{F}", {}),
     "python-shown-last": (f"{F}python\nx = 2\nx * 3\n{F}", {}),
 }
 
@@ -426,9 +409,7 @@ def test_every_rule_has_one_sample_and_a_distinct_kebab_case_name():
 
 
 @pytest.mark.parametrize("text, expected", [
-    (f"{F}console\n$ read_file a.py\n{F}", ["sh-read"]),  # a read, though a prompted one
-    (f"{F}console\n$ run_shell ls\n{F}", ["sh-tool-named"]),
-    (f"{F}python\nprint(1)\n{F}\n{F}python\n5 * 5\n{F}", ["python-shown-last"]),  # cells too, but the value shown
+    (f"{F}python\n5 * 5\n{F}\n{F}python\nprint(1)\n{F}", ["python-shown-last"]),  # a program too, but the value shown
     (f"{F}json\n{LS}\n{F}\n{F}sh\nls\n{F}", ["text-call"]),  # the same call again is not reported twice
     (f"{F}sh\npython t.py\n{F}\nOr:\n{F}bash\npython t.py\n{F}", ["sh-block"]),
 ])

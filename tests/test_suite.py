@@ -294,4 +294,4 @@ def test_the_report_counts_which_recover_rules_fired(tmp_path):
     table = lines[lines.index("| rule | a | b |"):]
     import recover
     assert len(table) == 2 + len(recover.RULES)
-    assert "| sh-block | 2 | 0 |" in table and "| text-call | 1 | 0 |" in table and "| sh-read | 0 | 0 |" in table
+    assert "| sh-block | 2 | 0 |" in table and "| text-call | 1 | 0 |" in table and "| python-program | 0 | 0 |" in table and "| --- | --- | --- |" in table
