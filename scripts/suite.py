@@ -283,7 +283,7 @@ def report(folder: Path) -> str:
     checked = {label: rounds for label, results in sorted(labels.items())
                if (rounds := [r["check_round"] for r in results if r.get("check_round") is not None])}
     if checked:  # which round's check passed first: what --check-rounds buys (a higher cap holds the lower ones)
-        most = max(max(r for r in rounds if r) if any(rounds) else 0 for rounds in checked.values())
+        most = max(max(rounds) for rounds in checked.values()) or 1  # (a round-1 column even if none passed)
         lines += ["", "| label | tasks checked | " + " | ".join(f"passed at round {n}" for n in range(1, most + 1))
                   + " | never passed |", "| --- | --- | " + "--- | " * most + "--- |"]
         for label, rounds in checked.items():

@@ -295,3 +295,13 @@ def test_the_report_counts_which_recover_rules_fired(tmp_path):
     import recover
     assert len(table) == 2 + len(recover.RULES)
     assert "| sh-block | 2 | 0 |" in table and "| text-call | 1 | 0 |" in table and "| python-program | 0 | 0 |" in table and "| --- | --- | --- |" in table
+
+
+def test_the_round_table_has_a_round_column_when_no_check_passed(tmp_path):
+    folder = tmp_path / "runs" / "checks" / "fix-bug"
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({"task": "fix-bug", "split": "dev", "solved": False, "commit": "c"}))
+    (folder / "transcript.jsonl").write_text(json.dumps({"event": "check", "passed": False}) + "\n")
+    lines = subprocess.run([*SUITE, "--report", str(tmp_path / "runs")], capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert lines[-3:] == ["| label | tasks checked | passed at round 1 | never passed |", "| --- | --- | --- | --- |",
+                          "| checks | 1 | 0 | 1 |"]
