@@ -125,6 +125,21 @@ def inside(path: str, settings: Settings) -> Path:
     return target
 
 
+def hard_linked(target: Path, info: os.stat_result, settings: Settings) -> bool:
+    """Has the file at `target` (`info` is its stat) other hard links? A hard link may be a way to
+    a file outside the workspace. When the run works on a copy, the user's file at the same place
+    counts too: the copy of a hard link is a file with one link that holds the outside file's content."""
+    if info.st_nlink > 1:
+        return True
+    if settings.original is None:
+        return False
+    try:
+        original = os.lstat(settings.original / target.relative_to(settings.workspace.resolve()))
+    except (OSError, ValueError):  # not in the user's workspace: the run made it
+        return False
+    return stat.S_ISREG(original.st_mode) and original.st_nlink > 1
+
+
 def read_file(path: str, *, settings: Settings) -> str:
     target = inside(path, settings)
     # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the name resolve() checked is the file.
@@ -133,7 +148,7 @@ def read_file(path: str, *, settings: Settings) -> str:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise Refused(f"{path!r} is not a regular file")
-        if info.st_nlink > 1:  # a hard link may be a way to a file outside the workspace
+        if hard_linked(target, info, settings):
             raise Refused(f"{path!r} has other hard links")
         data = f.read(READ_CAP + 1)
     if b"\0" in data[:8192]:
@@ -149,7 +164,7 @@ def read_file(path: str, *, settings: Settings) -> str:
 
 def write_file(path: str, content: str, *, settings: Settings) -> str:
     target = inside(path, settings)
-    if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
+    if target.exists() and (not target.is_file() or hard_linked(target, target.stat(), settings)):
         raise Refused(f"{path!r} is not a plain file")
     old = target.read_text(errors="replace") if target.exists() else None
     if old is not None and target not in settings.seen:

@@ -114,7 +114,9 @@ def test_credentials_in_an_unreachable_base_url_are_not_in_the_error_line(worksp
     [line] = [line for line in err.splitlines() if line.startswith("error:")]
     assert line.startswith(f"error: cannot reach the model endpoint at http://***@127.0.0.1:{port}/v1 (")
     assert PASSWORD not in err and PASSWORD not in log.read_text()
-    assert [e["event"] for e in events(log)] == (["end"] if flags == [] else ["start", "request", "end"])
+    assert [e["event"] for e in events(log)] == (["changes", "end"] if flags == [] else
+                                                 ["start", "request", "changes", "end"])
+    assert [e for e in events(log) if e["event"] == "changes"][0]["landed"] == []
 
 
 # --- terminal escapes from the server and in the approval prompt ------------------------------
