@@ -150,7 +150,8 @@ def attempts(task: str, ask, settings: Settings, max_turns: int, hooks, check: s
     for n in range(1, tries + 1):
         copy = changes.copy(settings.workspace, folder / f"attempt-{n}")
         here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), written=set(),
-                       named={copy / path.relative_to(settings.workspace) for path in settings.named})
+                       named={copy / path.relative_to(settings.workspace) for path in settings.named},
+                       approve=settings.approve and asker(copy))  # the diff shown is of the file really written
         if check:
             note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
                  log, n=n, workspace=str(copy))
@@ -492,8 +493,11 @@ def land(workspace: Path, source: Path, settings: Settings, code: int, check: st
     attempt's, unless the run was interrupted (or crashed: the code is still 130); with one, only
     the passing attempt's, as its check saw it. Returns (changes applied, why others were not, a
     line that says where the attempts' files are)."""
+    if not any(folder.iterdir()):  # the run ended before its first attempt began
+        folder.rmdir()
+        return [], [], "no attempt began: the workspace is as it was"
     if code == 130 or (check and code != 0) or not source.is_dir():
-        what = "no attempt passed the check" if code != 130 else "the run was interrupted"
+        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
         return [], [], f"{what}: the workspace is as it was; the attempts' files are in {folder}"
     try:
         landed, refused = changes.apply(changes.diff(workspace, source), source, workspace,
