@@ -149,7 +149,8 @@ def named_files(settings: Settings) -> str:
 def attached(paths: list[str], settings: Settings) -> str:
     """Files shown to the model in a message, each under its name, as read_file reads them (the
     same permission checks and cap: a large file comes as its head, with how to read the rest).
-    A file shown whole counts as read, so write_file may replace it."""
+    A file shown whole counts as read, so write_file may replace it; a large one counts as read
+    in part (its head), as after a read_file of it.""" 
     shown = []
     for path in paths:
         text = dispatch("read_file", json.dumps({"path": path}), settings).text
@@ -351,10 +352,11 @@ def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda 
 
 
 def shrunk(call: dict) -> dict:
-    """A write_file call with its content replaced by a stub (the file is on disk)."""
+    """A write_file call with its content (and an edit's old text) replaced by stubs (the file is on disk)."""
     if call["function"]["name"] != "write_file" or len(call["function"]["arguments"]) <= 200:
         return call
-    stub = json.dumps({**parsed(call["function"]["arguments"]), "content": "[compacted]"})
+    args = parsed(call["function"]["arguments"])
+    stub = json.dumps({**args, **{k: "[compacted]" for k in ("content", "old") if k in args}})
     return {**call, "function": {**call["function"], "arguments": stub}}
 
 

@@ -76,7 +76,10 @@ def show_call(name: str, arguments: str) -> None:
     args = {k: printable(v) for k, v in parsed(arguments).items() if isinstance(v, str)}
     console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
                                 (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
-    if name == "write_file" and "content" in args:
+    if name == "write_file" and "old" in args and "content" in args:  # an edit: what goes, what comes
+        lines = [f"-{line}" for line in args["old"].splitlines()] + [f"+{line}" for line in args["content"].splitlines()]
+        console.print(Syntax("\n".join(lines), "diff", word_wrap=True))
+    elif name == "write_file" and "content" in args:
         lexer = Syntax.guess_lexer(args.get("path", ""), args["content"])
         console.print(Syntax(args["content"], lexer, line_numbers=True, word_wrap=True))
 
@@ -148,8 +151,9 @@ def asker(workspace: Path):
             target, real = Path(os.path.normpath(workspace / args["path"])), (workspace / args["path"]).resolve()
             link = f" (a link to {real.relative_to(workspace)})" if real != target else ""
             console.print(Text(printable(f"write {args['path']}{link}"), style="bold"))
-            old = real.read_text(errors="replace").splitlines(True) if real.is_file() else []
-            diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
+            text = real.read_text(errors="replace") if real.is_file() else ""
+            new = text.replace(args["old"], args["content"], 1) if args.get("old") else args["content"]
+            diff = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
                                                 f"a/{args['path']}", f"b/{args['path']}"))
             console.print(Syntax(printable(diff) or "(no change)", "diff"))
         else:
