@@ -427,7 +427,7 @@ def test_fork_bomb_is_contained(ws):
 
 @pytest.mark.skipif("memory" not in sandbox._cgroups(), reason="no memory cgroup can be made here")
 def test_total_memory_is_bounded(ws):
-    # six processes of 800 MiB each: every one is under the address-space limit, together
+    # six processes of 800 MiB each: every one is under the data limit, together
     # they are over MAX_MEMORY, so the kernel kills some of them inside the sandbox
     one = "python -c 'import time; b = bytearray(800 << 20); time.sleep(3); print(\"held\")'"
     r = run(f"for i in 1 2 3 4 5 6; do {one} & done; wait", ws, timeout=60)
@@ -435,8 +435,8 @@ def test_total_memory_is_bounded(ws):
 
 
 def test_limits_inside(ws):
-    r = run("ulimit -t; ulimit -v; ulimit -f; ulimit -n; ulimit -c", ws)
-    assert r.out.split() == ["300", str(1 << 20), str(64 << 20 >> 9), "1024", "0"]
+    r = run("ulimit -t; ulimit -d; ulimit -v; ulimit -f; ulimit -n; ulimit -c", ws)
+    assert r.out.split() == ["300", str(1 << 20), "unlimited", str(64 << 20 >> 9), "1024", "0"]
 
 
 # --- what must still work -------------------------------------------------------------------
