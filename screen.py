@@ -2,12 +2,15 @@
 
 Text from the model, tools, files or the server always goes through transcript.printable (no
 escape sequence reaches the terminal) and is printed as rich Text, never as markup. stdout gets
-only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works.
+only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works;
+on a terminal the answer is shown once, formatted (answer_on_terminal). NO_COLOR=1 turns colour
+off (rich reads it).
 """
 
 import difflib
 import json
 import os
+import sys
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
@@ -110,6 +113,12 @@ def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int
              *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None and prompt != "?" else []),
              f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]
     console.print(" · ".join(parts), style="dim")
+
+
+def answer_on_terminal() -> bool:
+    """Whether show_end's answer is on the terminal that stdout shows too: then agent.main does
+    not print it again. (Piped, or with --quiet, stdout gets the answer, plain, for scripts.)"""
+    return sys.stdout.isatty() and sys.stderr.isatty() and not console.quiet
 
 
 def show_end(code: int, answer: str, meaning: str) -> None:
