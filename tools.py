@@ -268,6 +268,8 @@ def edited(path: str, text: str | None, old: str, new: str) -> tuple[str, str]:
         raise ValueError(f"{path} does not exist: to create it, give its whole content without old")
     if not old:
         raise ValueError("old is empty: give the exact text to replace, or leave old out to write the whole file")
+    if old not in text and "\r\n" in text and "\r" not in old:  # a file with Windows line ends, quoted without
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     found, at = [], text.find(old)
     while at != -1:
         found.append(at)

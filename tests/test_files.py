@@ -125,6 +125,13 @@ def test_an_edit_that_does_not_match_once_is_an_error_the_model_can_act_on(run_a
     assert (workspace / "a.py").read_text() == "x = 1\ny = 2\n"
 
 
+def test_an_edit_keeps_windows_line_ends_and_bytes_that_are_not_utf8(run_agent, fake, workspace):
+    (workspace / "a.txt").write_bytes(b"caf\xe9\r\none\r\ntwo\r\n")
+    run_agent(reply(call("write_file", path="a.txt", old="one\ntwo\n", content="1\n2\n")), answer("ok"))
+    assert results(fake.requests[-1]) == ["edited a.txt: replaced lines 2-3 with 2 lines; the file has 3 lines now"]
+    assert (workspace / "a.txt").read_bytes() == b"caf\xe9\r\n1\r\n2\r\n"
+
+
 def test_ranges_that_make_no_sense_and_nulls(run_agent, fake, workspace):
     (workspace / "a.txt").write_text("one\ntwo\nthree\n")
     run_agent(reply(call("read_file", path="a.txt", start=9)), reply(call("read_file", path="a.txt", start=0)),
