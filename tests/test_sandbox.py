@@ -153,8 +153,9 @@ def test_files_outside_the_workspace_are_invisible(ws):
     assert r.code != 0 and "outside-secret" not in r.out
     r = run("ls -A /", ws)
     assert not set(r.out.split()) & {"home", "var", "run", "srv", "opt", "mnt", "media", "work", "sys", "boot"}
-    r = run(f"ls -A {Path.home()}", ws)  # the real home holds at most the way to the bound Python
-    assert set(r.out.split()) <= {Path(d).relative_to(Path.home()).parts[0] for d in sandbox._interpreter_dirs()
+    r = run(f"ls -A {Path.home()}", ws)  # the real home holds at most the way to the bound Python and toolchains
+    bound = [*sandbox._interpreter_dirs(), *sandbox._home_toolchains()[0].values()]
+    assert set(r.out.split()) <= {Path(d).relative_to(Path.home()).parts[0] for d in bound
                                   if Path(d).is_relative_to(Path.home())}
 
 
