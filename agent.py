@@ -152,7 +152,7 @@ def attached(paths: list[str], settings: Settings) -> str:
     """Files shown to the model in a message, each under its name, as read_file reads them (the
     same permission checks and cap: a large file comes as its head, with how to read the rest).
     A file shown whole counts as read, so write_file may replace it; a large one counts as read
-    in part (its head), as after a read_file of it.""" 
+    in part (its head), as after a read_file of it."""
     shown = []
     for path in paths:
         text = dispatch("read_file", json.dumps({"path": path}), settings).text
@@ -433,9 +433,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--temperature", type=float, default=env.get("TOOLOOP_TEMPERATURE") or "0.7",
                         help="sampling temperature (env TOOLOOP_TEMPERATURE; default 0.7)")
     parser.add_argument("--top-p", type=float, default=env.get("TOOLOOP_TOP_P") or "0.8",
-                        help="nucleus sampling: the share of probability mass sampled from (env TOOLOOP_TOP_P; default 0.8)")
-    parser.add_argument("--max-reply-tokens", metavar="N", type=int, default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
-                        help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
+                        help="nucleus sampling: the share of probability sampled from (env TOOLOOP_TOP_P; default 0.8)")
+    parser.add_argument("--max-reply-tokens", metavar="N", type=int,
+                        default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024", help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     parser.add_argument("--version", action="version", version=f"tooloop {__version__}")
     args = parser.parse_args(argv)
@@ -512,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "files": files, "replay": args.replay})
-        sampling = {"temperature": args.temperature, "top_p": args.top_p, "max_completion_tokens": args.max_reply_tokens}
+        sampling = {"temperature": args.temperature, "top_p": args.top_p,
+                    "max_completion_tokens": args.max_reply_tokens}
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request, sampling)
         hooks = aids.Hooks() if args.plain else aids.text_calls(settings, hook)
         code, answer = run(task, ask, settings, args.max_turns, hooks, check, args.check_rounds, hook)

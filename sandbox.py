@@ -329,7 +329,8 @@ def _home_toolchains() -> tuple[dict[str, str], list[str]]:
     own = [os.path.realpath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     bins = [p for p in own if any(Path(p).is_relative_to(folder) for folder in folders.values())]
     for name, folder in folders.items():
-        bins += [os.path.realpath(p) for pattern in HOME_TOOLCHAINS[name] for p in sorted(glob.glob(os.path.join(folder, pattern)))]
+        bins += [os.path.realpath(p) for pattern in HOME_TOOLCHAINS[name]
+                 for p in sorted(glob.glob(os.path.join(folder, pattern)))]
     return folders, [p for p in dict.fromkeys(bins) if os.path.isdir(p)]
 
 

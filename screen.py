@@ -80,7 +80,8 @@ def show_call(name: str, arguments: str) -> None:
     console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
                                 (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
     if name == "write_file" and "old" in args and "content" in args:  # an edit: what goes, what comes
-        lines = [f"-{line}" for line in args["old"].splitlines()] + [f"+{line}" for line in args["content"].splitlines()]
+        lines = [f"-{line}" for line in args["old"].splitlines()]
+        lines += [f"+{line}" for line in args["content"].splitlines()]
         console.print(Syntax("\n".join(lines), "diff", word_wrap=True))
     elif name == "write_file" and "content" in args:
         lexer = Syntax.guess_lexer(args.get("path", ""), args["content"])

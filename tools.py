@@ -65,7 +65,8 @@ TOOLS = [
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Path relative to the workspace."},
-                    "content": {"type": "string", "description": "The complete file content, or with old: what replaces old."},
+                    "content": {"type": "string",
+                                "description": "The complete file content, or with old: what replaces old."},
                     "old": {"type": "string", "description": "Exact text that occurs once in the file."},
                 },
                 "required": ["path", "content"],
