@@ -435,7 +435,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--top-p", type=float, default=env.get("TOOLOOP_TOP_P") or "0.8",
                         help="nucleus sampling: the share of probability sampled from (env TOOLOOP_TOP_P; default 0.8)")
     parser.add_argument("--max-reply-tokens", metavar="N", type=int,
-                        default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024", help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
+                        default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
+                        help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     parser.add_argument("--version", action="version", version=f"tooloop {__version__}")
     args = parser.parse_args(argv)
