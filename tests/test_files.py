@@ -194,3 +194,16 @@ def test_the_system_prompt_and_schemas_name_the_edit_form():
     assert "with old: one part of it" in prompts.SYSTEM_PROMPT
     write = next(t["function"] for t in tools.TOOLS if t["function"]["name"] == "write_file")
     assert write["parameters"]["required"] == ["path", "content"] and "old" in write["parameters"]["properties"]
+
+
+def test_asked_for_approval_an_edit_shows_the_diff_of_the_whole_file(run_agent, fake, workspace, monkeypatch):
+    import io
+    import sys
+    (workspace / "a.py").write_text("x = 1\ny = 1\nz = 1\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    code, _, err = run_agent(reply(call("write_file", path="a.py", old="y = 1\n", content="y = 2\n")), answer("ok"),
+                             flags=["--approval", "ask", "--plain"])
+    assert code == 0 and (workspace / "a.py").read_text() == "x = 1\ny = 2\nz = 1\n"
+    lines = [line.rstrip() for line in err.splitlines()]
+    at = lines.index("write a.py")
+    assert lines[at + 1:at + 8] == ["--- a/a.py", "+++ b/a.py", "@@ -1,3 +1,3 @@", " x = 1", "-y = 1", "+y = 2", " z = 1"]
