@@ -76,9 +76,12 @@ class Streamed:
 
 
 def show_call(name: str, arguments: str) -> None:
-    args = {k: printable(v) for k, v in parsed(arguments).items() if isinstance(v, str)}
+    values = parsed(arguments)
+    args = {k: printable(v) for k, v in values.items() if isinstance(v, str)}
+    lines = " ".join(f"{k} {values[k]}" for k in ("start", "lines") if isinstance(values.get(k), int))  # a range read
     console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
-                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
+                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan"),
+                                (f" ({lines})" if lines else "", "cyan")))
     if name == "write_file" and "old" in args and "content" in args:  # an edit: what goes, what comes
         lines = [f"-{line}" for line in args["old"].splitlines()]
         lines += [f"+{line}" for line in args["content"].splitlines()]

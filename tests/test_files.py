@@ -41,7 +41,7 @@ def test_a_1500_line_file_is_read_in_part_and_one_function_changed(run_agent, fa
     new = '    parts = [shape.name.upper(), str(shape.size)]\n    return " ".join(parts) + " #200"\n'
     check = ("python3 -c 'import types, shapes; "
              "print(shapes.render_200(types.SimpleNamespace(name=\"box\", size=3)))'")
-    code, out, _ = run_agent(
+    code, out, err = run_agent(
         reply(call("read_file", path="shapes.py")),
         reply(call("run_shell", command="grep -n 'def render_200' shapes.py")),
         reply(call("read_file", path="shapes.py", start=1202, lines=6)),
@@ -49,6 +49,10 @@ def test_a_1500_line_file_is_read_in_part_and_one_function_changed(run_agent, fa
         reply(call("run_shell", command=check)),
         answer("render_200 now prints the name in capitals."), task="Make render_200 print the name in capitals.")
     assert code == 0
+    assert "→ read_file shapes.py (start 1202 lines 6)" in err  # the person watching sees the range, and the edit:
+    shown = [line.rstrip() for line in err.splitlines()]  # (rich pads the diff's lines)
+    at = shown.index("→ write_file shapes.py")
+    assert shown[at + 1:at + 5] == [f"-{line}" for line in old.splitlines()] + [f"+{line}" for line in new.splitlines()]
     head, grep, part, edit, ran = results(fake.requests[-1])
     first_lines = head.splitlines()
     assert first_lines[0] == '"""Rendering of shapes."""' and len(head.encode()) < tools.READ_CAP + 300
