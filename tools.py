@@ -178,7 +178,7 @@ def read_file(path: str, start: int = 1, lines: int | None = None, *, settings: 
         return text
     read = settings.parts.setdefault(target, set())
     read.update(n for n, _ in shown if n not in cut)
-    if read >= set(range(1, total + 1)):  # every line, in parts: as good as read whole
+    if len(read) >= total and all(n in read for n in range(1, total + 1)):  # every line, in parts: as good as whole
         settings.seen.add(target)
     said = f"[lines {first}-{last} of {total} in {path}"
     said += f"; line {', '.join(map(str, cut))} is cut at {READ_CAP} bytes" if cut else ""
@@ -315,7 +315,7 @@ def unread(path: str, target: Path, text: str, settings: Settings) -> str:
     if read is None:
         return f"{path!r} exists and you have not read it yet: read_file it first, then write its whole new content"
     total = count_lines(text)
-    missing = min(set(range(1, total + 2)) - read)
+    missing = next(n for n in range(1, total + 2) if n not in read)
     return (f"{path!r} has {total} lines and you have read only some of them, so it cannot be replaced whole: "
             f"change a part with old (the exact text to replace) and content, or read on from line {missing} "
             "(read_file with start) before writing it whole")
