@@ -324,7 +324,9 @@ def _home_toolchains() -> tuple[dict[str, str], list[str]]:
         return {}, []  # no home folder: (bind nothing of the root)
     folders = {name: os.path.realpath(os.path.join(home, name)) for name in HOME_TOOLCHAINS
                if os.path.isdir(os.path.join(home, name))}
-    # subtle: a folder that is a link to outside the home (or to the home itself) is not a toolchain
+    # subtle: a folder that is a link out of the home (or to the home itself) is not bound. In a
+    # workspace that is the home folder a command could plant `.nvm -> /etc/ssl/private`, and these
+    # binds come after the ones that hide the secrets of /etc.
     folders = {name: path for name, path in folders.items() if Path(path).is_relative_to(home) and path != home}
     own = [os.path.realpath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
     bins = [p for p in own if any(Path(p).is_relative_to(folder) for folder in folders.values())]
