@@ -89,3 +89,15 @@ def test_toolchains_in_the_home_folder_are_reachable_read_only_and_nothing_else_
     assert "go/src': No such file or directory" in err  # ~/go/bin only: GOPATH's src may hold the user's code
     assert err.count("Read-only file system") == 2
     assert not (Path(home) / ".cargo/bin/planted").exists()
+
+
+def test_a_toolchain_folder_that_links_out_of_the_home_is_not_bound(run_agent, fake, workspace, tmp_path, monkeypatch):
+    # planted by a command when the workspace is the home folder, such a link would bind what it names
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "key").write_text("secret\n")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".rustup").symlink_to(tmp_path / "private")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert sandbox._home_toolchains() == ({}, [])
+    result = shell(run_agent, fake, f"echo RUSTUP_HOME=$RUSTUP_HOME; cat {os.path.realpath(tmp_path)}/private/key")
+    assert result.startswith("exit code: 1\n--- stdout ---\nRUSTUP_HOME=\n") and "secret" not in result
