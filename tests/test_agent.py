@@ -122,8 +122,9 @@ def test_tools_and_implementations_agree():
     for schema in tools.TOOLS:
         fn = tools.IMPLEMENTATIONS[schema["function"]["name"]]
         params = schema["function"]["parameters"]
-        positional = [p.name for p in inspect.signature(fn).parameters.values() if p.kind != p.KEYWORD_ONLY]
-        assert positional == list(params["properties"]) == params["required"]
+        positional = [p for p in inspect.signature(fn).parameters.values() if p.kind != p.KEYWORD_ONLY]
+        assert [p.name for p in positional] == list(params["properties"])
+        assert [p.name for p in positional if p.default is p.empty] == params["required"]  # the rest are optional
         assert all(p["type"] in tools.JSON_TYPES for p in params["properties"].values())
 
 
@@ -153,7 +154,8 @@ def test_read_file_caps_size_and_refuses_binary(run_agent, fake, workspace):
     run_agent(reply(call("read_file", path="big.txt")), reply(call("read_file", path="blob.bin")), answer("ok"))
     big, blob = (m["content"] for m in tool_messages(fake.requests[2]))
     assert big.startswith("x" * tools.READ_CAP)
-    assert f"this shows the first {tools.READ_CAP}. For the rest use run_shell, e.g. grep -n WORD big.txt" in big
+    assert big.endswith("[lines 1-1 of 1 in big.txt; line 1 is cut at 6000 bytes (the end). To change a part: "
+                        "write_file with old (the exact text) and content (its replacement).]")
     assert blob.startswith("Error: ValueError: 'blob.bin' looks binary")
 
 
@@ -181,7 +183,7 @@ def test_write_file_replaces_only_a_file_read_whole_in_this_run(run_agent, fake,
                      "then write its whole new content")
     assert after_read == "wrote 20 bytes (2 lines) to keep.py"
     assert (workspace / "keep.py").read_text() == "important = 1\nx = 2\n"
-    assert after_cut_read.startswith("Error: Refused: 'big.txt' exists")  # only part of it was seen
+    assert after_cut_read.startswith("Error: Refused: 'big.txt' has 1 lines and you have read only some")  # cut
     assert (workspace / "big.txt").stat().st_size == tools.READ_CAP + 1
 
 
