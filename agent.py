@@ -23,6 +23,7 @@ summarising old turns with the model (stubs are cheaper and predictable).
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -51,10 +52,16 @@ EXIT_CODES = {
     4: "the context is full even after compacting old tool results",
     5: "the model ended the run with an empty reply: no call and no answer (without --check)",
     6: "the model answered, but the check still failed after --check-rounds failed checks",
+    7: "the model endpoint sent a reply that cannot be used (malformed, or past --reply-chars or --reply-seconds)",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
+# What the client reads of one reply, whatever the server does with max_completion_tokens: 1024
+# tokens are 4-20 kB of text, and on two CPU cores a long prompt takes minutes before the first token.
+REPLY_CHARS = 100_000
+REPLY_SECONDS = 1200
+MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or a few recovered from text)
 # Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
@@ -179,78 +186,192 @@ class ParserError(Exception):
     """The server could not parse the model's reply as a tool call (llama-server: HTTP 500)."""
 
 
-def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
+class BadReply(Exception):
+    """The server's reply cannot be used: not a stream as the API describes one, or past a reply
+    limit. The text says what was wrong, to follow "the reply from <endpoint> ..."."""
+
+
+# How servers word "the prompt is larger than the context": llama-server (its error type),
+# OpenAI (its code) and vLLM (the message); the numbers, where the message gives them, guide compaction.
+OVERFLOW = re.compile(r"exceed_context|context_length_exceeded|maximum context length", re.I)
+CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
+PROMPT_SIZE = re.compile(r"(?:resulted in|requested|you have) (\d+)")
+
+
+def live(base_url: str, api_key: str, reply_seconds: float = REPLY_SECONDS, reply_chars: int = REPLY_CHARS,
+         retries: int = 3):
     """send(request) against a real endpoint, through the openai client: it retries a dropped
     connection, 429 and 5xx with backoff, honours HTTPS_PROXY, and gives typed errors, which are
     sorted here into what the harness can handle (overflow, parser error) and what only the user
-    can fix (Stop, exit 1)."""
+    can fix (Stop: exit 1 when the endpoint fails, exit 7 when its reply is unusable).
+
+    One reply may take `reply_seconds` in all (the client also gives up on a server silent for that
+    long, or 600 s at most) and hold `reply_chars` characters: a server that streams forever is cut off."""
     def once(response):  # subtle: llama-server's 500 is a reply that failed to parse; the same request
         if response.status_code == 500:  # (same seed) fails the same way, so it is not resent as is
             response.headers["x-should-retry"] = "false"
-    client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries,
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=min(600, reply_seconds), max_retries=retries,
                            http_client=openai.DefaultHttpxClient(event_hooks={"response": [once]}))
+    url = transcript.shown(base_url)
 
     def send(request: dict, show=lambda kind, piece: None, stop=lambda text: None) -> ChatCompletion:
+        deadline, began = time.monotonic() + reply_seconds, False
         try:
             stream = client.chat.completions.create(**{k: v for k, v in request.items() if k not in EXTRAS},
                                                     extra_body={k: request[k] for k in EXTRAS if k in request})
-            return assemble(stream, show, stop)
-        except openai.APIConnectionError as error:  # (a timeout is one too, mid-stream as well)
-            raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
+            began = True
+            return assemble(stream, show, stop, deadline, reply_chars)
+        except BadReply as error:
+            raise Stop(7, f"error: the reply from the model endpoint at {url} {error}") from None
+        except openai.APITimeoutError:  # the server went silent: before its reply began, or in the middle
+            when = "in the middle of its reply" if began else "before replying"
+            raise Stop(1, f"error: the model endpoint at {url} sent nothing for {min(600, reply_seconds):g} s "
+                          f"{when}; if it is only slow, raise --reply-seconds") from None
+        except openai.APIConnectionError as error:
+            if began:
+                raise Stop(1, f"error: the connection to the model endpoint at {url} broke in the middle of "
+                              f"its reply ({error.__cause__ or error})") from None
+            raise Stop(1, UNREACHABLE.format(url=url, error=error.__cause__ or error)) from None
         except openai.APIError as error:  # an HTTP error status, or an error sent inside the stream
             status = getattr(error, "status_code", 500)
             body = error.body if isinstance(error.body, dict) else {}
             details = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
-            message = details.get("message") or error.message
-            if status == 400 and "exceed_context" in f"{details.get('type')} {details.get('code')}":
-                raise ContextOverflow(details.get("n_prompt_tokens"), details.get("n_ctx")) from None
+            message = str(details.get("message") or error.message)
+            if status == 400 and OVERFLOW.search(f"{details.get('type')} {details.get('code')} {message}"):
+                n_ctx, prompt = CONTEXT_SIZE.search(message), PROMPT_SIZE.search(message)
+                raise ContextOverflow(details.get("n_prompt_tokens") or (prompt and int(prompt[1])),
+                                      details.get("n_ctx") or (n_ctx and int(n_ctx[1]))) from None
             if status == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
                 raise ParserError(message) from None
-            raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} answered HTTP "
-                          f"{status}: {message}") from None
+            raise Stop(1, f"error: the model endpoint at {url} answered HTTP {status}: {message}") from None
 
     return send
 
 
-def assemble(stream, show, stop) -> ChatCompletion:
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")  # what ChatCompletion takes
+
+
+def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_CHARS) -> ChatCompletion:
     """A streamed reply, put together as the whole reply would have come. `show(kind, piece)`
     shows each piece as it arrives; `stop(text)` says how much of the text so far to keep when it
     holds a complete call written as text (the text-calls aid), else None. Then the stream is
     closed, and llama-server stops generating: the explanation a small model writes after its call
     costs nothing and is never in the history. (A structured call needs no such stop: with
-    parallel_tool_calls off the server ends the reply after it.)"""
-    text, reasoning, calls, finish, usage, extra, keep, first = "", "", [], None, None, {}, None, None
+    parallel_tool_calls off the server ends the reply after it.)
+
+    Every server's quirks arrive here, so each chunk is read as the plain JSON it was, and every
+    field is checked before it is used. What the reply can do without is let go: a `usage` or
+    `timings` that is not numbers, an unknown finish_reason (read as "stop"), a field of the wrong
+    type. Tool-call pieces are matched to calls by their `index` and, where a server reuses an
+    index, by a new `id`; arguments sent as a JSON object are written back as its text. A stream
+    that is no JSON, no UTF-8 or no objects, or that runs past `deadline` (time.monotonic) or
+    `most` characters, raises BadReply.
+
+    Why not the openai client's own accumulator (openai.lib.streaming.chat.ChatCompletionStreamState):
+    measured on the quirks above, it merges two calls sent with index 0 into one, splits a call
+    whose first index is 1 into several, raises TypeError on `"choices": null`, keeps arguments
+    sent as an object as a dict, and raises on a reply cut off at the token limit; checking each
+    field here is shorter than repairing what it builds.
+
+    Left out: several choices (n > 1; only the first is read) and one SSE line that never ends
+    (the client reads a line whole before this sees it)."""
+    text, reasoning, calls, finish, usage, timings, keep, head, size = "", "", [], None, None, {}, None, {}, 0
     with stream:
-        for chunk in stream:
-            first, usage, extra = first or chunk, chunk.usage or usage, {**extra, **(chunk.model_extra or {})}
-            for delta, finish in ((c.delta, c.finish_reason or finish) for c in chunk.choices):
-                if piece := getattr(delta, "reasoning_content", None):
-                    reasoning += piece
-                    show("reasoning", piece)
-                if delta.content:
-                    text += delta.content
-                    show("content", delta.content)
-                    keep = stop(text)
-                for part in delta.tool_calls or []:
-                    if part.index == len(calls):
-                        calls.append({"id": part.id or f"call_{part.index}", "type": "function",
-                                      "function": {"name": "", "arguments": ""}})
-                    calls[part.index]["function"]["name"] += part.function and part.function.name or ""
-                    calls[part.index]["function"]["arguments"] += part.function and part.function.arguments or ""
-            if keep is not None:  # the text worth keeping ends there; the rest is never generated
-                text, finish, extra["stopped_after_call"] = text[:keep], "stop", True
-                break
-    timings = {k: v for k, v in (extra.get("timings") or {}).items() if isinstance(v, (int, float))}
+        try:
+            for chunk in stream:
+                chunk = chunk.to_dict(warnings=False) if isinstance(chunk, openai.BaseModel) else chunk
+                if not isinstance(chunk, dict):
+                    raise BadReply(f"holds an event that is no JSON object ({printable(repr(chunk))[:80]})")
+                head, usage, timings = head or chunk, counted(chunk.get("usage")) or usage, numbers(chunk.get("timings")) or timings
+                for choice in [c for c in listed(chunk.get("choices")) if isinstance(c, dict)][:1]:
+                    delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+                    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else finish
+                    if isinstance(piece := delta.get("reasoning_content"), str) and piece:
+                        reasoning, size = reasoning + piece, size + len(piece)
+                        show("reasoning", piece)
+                    if isinstance(piece := delta.get("content"), str) and piece:
+                        text, size = text + piece, size + len(piece)
+                        show("content", piece)
+                        keep = stop(text)
+                    size += sum(add_piece(calls, part) for part in listed(delta.get("tool_calls")))
+                if size > most:
+                    raise BadReply(f"went past {most} characters (--reply-chars); the rest was not read")
+                if time.monotonic() > deadline:
+                    raise BadReply("took longer than one reply may (--reply-seconds); the rest was not read")
+                if keep is not None:  # the text worth keeping ends there; the rest is never generated
+                    break
+        except (ValueError, RecursionError) as error:  # no JSON or no UTF-8 (ValueErrors both), or nested too deep
+            raise BadReply(f"is no stream of chunks as the API describes ({printable(str(error))[:200]})") from None
+    if keep is not None:
+        text, finish = text[:keep], "stop"
     if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it
-        prompt = timings.get("prompt_n", 0) + timings.get("cache_n", 0)
-        usage = {"prompt_tokens": prompt, "completion_tokens": timings["predicted_n"],
-                 "total_tokens": prompt + timings["predicted_n"],
-                 "prompt_tokens_details": {"cached_tokens": timings.get("cache_n", 0)}}
-    message = {"role": "assistant", "content": text, "tool_calls": calls or None, "reasoning_content": reasoning or None}
-    return ChatCompletion.model_validate({**extra, "id": getattr(first, "id", ""), "object": "chat.completion",
-                                          "created": getattr(first, "created", 0), "model": getattr(first, "model", ""),
-                                          "usage": usage, "choices": [
-                                              {"index": 0, "message": message, "finish_reason": finish or "stop"}]})
+        prompt, predicted = int(timings.get("prompt_n", 0) + timings.get("cache_n", 0)), int(timings["predicted_n"])
+        usage = {"prompt_tokens": prompt, "completion_tokens": predicted, "total_tokens": prompt + predicted,
+                 "prompt_tokens_details": {"cached_tokens": int(timings.get("cache_n", 0))}}
+    message = {"role": "assistant", "content": text, "tool_calls": numbered(calls) or None,
+               "reasoning_content": reasoning or None}
+    return ChatCompletion.model_validate({
+        **({"timings": timings} if timings else {}), **({"stopped_after_call": True} if keep is not None else {}),
+        "id": str(head.get("id") or ""), "object": "chat.completion", "model": str(head.get("model") or ""),
+        "created": head.get("created") if type(head.get("created")) is int else 0, "usage": usage,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish if finish in FINISH_REASONS else "stop"}]})
+
+
+def add_piece(calls: list, part) -> int:
+    """Add one streamed piece of a tool call to `calls`; returns how many characters it added.
+
+    A piece belongs to the call with its `index` (the last call, when it has none), unless it
+    brings an `id` other than that call's: then it opens a new call (a server that numbers every
+    call 0). Arguments sent as a JSON object rather than its text are written back as text."""
+    if not isinstance(part, dict):
+        return 0
+    function = part.get("function") if isinstance(part.get("function"), dict) else {}
+    index = part.get("index") if type(part.get("index")) is int else (calls[-1]["index"] if calls else 0)
+    given = part.get("id") if isinstance(part.get("id"), str) and part.get("id") else None
+    into = next((call for call in reversed(calls) if call["index"] == index), None)
+    if into is None or (given and into["id"] and given != into["id"]):
+        into = {"index": index, "id": None, "name": "", "arguments": ""}
+        calls.append(into)
+    name, arguments = function.get("name"), function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    into["id"] = into["id"] or given
+    into["name"] += name if isinstance(name, str) else ""
+    into["arguments"] += arguments or ""
+    return len(name if isinstance(name, str) else "") + len(arguments or "")
+
+
+def numbered(calls: list) -> list[dict]:
+    """The assembled calls as the API writes them, each with an id of its own (one made up where
+    the server sent none, or one it had used already), so each result is matched to one call."""
+    out, used = [], set()
+    for n, call in enumerate(calls):
+        call_id = call["id"] if call["id"] and call["id"] not in used else f"call_{n}"
+        while call_id in used:
+            call_id += "_"
+        used.add(call_id)
+        out.append({"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
+    return out
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def numbers(value) -> dict:
+    """The finite numbers in a dict (llama-server's `timings`); {} for anything else."""
+    return {k: v for k, v in value.items() if type(v) in (int, float) and math.isfinite(v)} if isinstance(value, dict) else {}
+
+
+def counted(usage) -> dict | None:
+    """`usage` when it counts tokens in whole numbers, as the API says; else None (it is only shown)."""
+    if not isinstance(usage, dict) or not all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens")):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": cached} if type(cached) is int else None}
 
 
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
@@ -260,14 +381,22 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
     A parser error gets one corrective note and one retry; an overflow compacts the history and
     retries. `stop(text)` says how much of a streaming reply to keep once it holds a complete
     call, else None (the text-calls aid). `send(request, show, stop)` is the live endpoint, or a
-    transcript (--replay)."""
+    transcript (--replay).
+
+    `n_ctx` comes from llama-server's GET /props (check_endpoint), so it also says the server is
+    llama-server. Only then do requests carry its own fields (EXTRAS) and the replies'
+    reasoning_content: OpenAI answers HTTP 400 to a field it does not know, and DeepSeek to
+    reasoning_content in a message. Without the probe (--no-probe) the server is taken for another."""
+    llama = n_ctx is not None
+
     def ask(messages: list, stop=lambda text: None):
         retried = False
         while True:
-            request = dict(model=model, messages=messages,
+            request = dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                            max_completion_tokens=MAX_REPLY_TOKENS, **SAMPLING, seed=totals["turns"] + 1,
-                           stream=True, stream_options={"include_usage": True}, timings_per_token=True)
+                           stream=True, stream_options={"include_usage": True},
+                           **({"timings_per_token": True} if llama else {}))
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)
@@ -301,6 +430,11 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             return response
 
     return ask
+
+
+def without_reasoning(message: dict) -> dict:
+    """An assistant message as a server other than llama-server takes it back: no reasoning_content."""
+    return {k: v for k, v in message.items() if k != "reasoning_content"}
 
 
 def account(totals: dict, response: ChatCompletion, seconds: float) -> None:
