@@ -42,11 +42,11 @@ import transcript
 from transcript import printable
 from screen import (Streamed, asker, console, note, render, show_call, show_check, show_end, show_json, show_reply,
                     show_result, show_usage)
-from tools import TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
+from tools import MAX_WRITE, TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
 
 EXIT_CODES = {
     0: "the model gave a final answer (printed on stdout); with --check, the check passed",
-    1: "the model endpoint failed (unreachable, or an HTTP error after retries)",
+    1: "the model endpoint failed (unreachable, silent too long, or an HTTP error after retries)",
     2: "usage or configuration error (bad flags, a missing --file, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
@@ -66,6 +66,7 @@ MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or 
 # same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8}
 CUT = Result(prompts.CUT_OFF, ok=False)
+TOO_MANY = Result(prompts.TOO_MANY_CALLS.format(most=MAX_CALLS), ok=False)
 CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
@@ -103,10 +104,11 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
             messages[1:] = [{"role": "user", "content": task + check_failed(check, result, settings)}]
             note("restarted", "the conversation starts again: the task, the check's output, the files as they are now", log)
             continue
-        cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
-        for call_id, name, arguments in calls:  # each call gets one result, matched by its id
+        cut = choice.finish_reason == "length"  # never run half a call, structured or recovered from text
+        for n, (call_id, name, arguments) in enumerate(calls):  # each call gets one result, matched by its id
             show_call(name, arguments)
-            result = hooks.before_call(name, arguments) or (CUT if cut else dispatch(name, arguments, settings))
+            result = TOO_MANY if n >= MAX_CALLS else hooks.before_call(name, arguments) or (
+                CUT if cut else dispatch(name, arguments, settings))
             hooks.after_call(name, arguments, result)  # what the aids know of each call
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)
@@ -139,6 +141,9 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
     word; started again from the task, it has no claim to repeat, only the code and the failure."""
     root = settings.workspace.resolve()
     paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.written if p.is_file())
+    # subtle: what the model read in the discarded conversation it no longer sees, so it counts as
+    # unread again; the files shown whole below (named, written) count as read once more
+    settings.seen.clear()
     output = result.text if len(result.text) <= CHECK_OUTPUT else (
         result.text[:CHECK_OUTPUT // 2] + prompts.SHORTENED.format(cut=len(result.text) - CHECK_OUTPUT)
         + result.text[-CHECK_OUTPUT // 2:])
@@ -523,6 +528,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
         epilog="aids (small-model helpers, on unless --plain; see aids.py):\n"
                + "\n".join(f"  {name}" for name in aids.NAMES)
+               + f"\n\nlimits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run"
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", nargs="?", help="what the agent should do")
@@ -554,27 +560,91 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-probe", action="store_true", help="skip the start-up probe of the endpoint (GET /props)")
     parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
                         help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
-                             ".tooloop/<time>.jsonl in the workspace; 'off' for none)")
+                             ".tooloop/<time>-<random>.jsonl in the workspace, a new file each run; 'off' for none)")
     parser.add_argument("--show-request", action="store_true",
                         help="print each request body (with tool schemas) and raw response")
     parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
     parser.add_argument("--render", metavar="FILE", help="print a transcript as a conversation and exit")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
+    parser.add_argument("--reply-seconds", metavar="S", type=float, default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
+                        help="seconds one model reply may take in all, then exit 7 (env TOOLOOP_REPLY_SECONDS; "
+                             f"default {REPLY_SECONDS})")
+    parser.add_argument("--reply-chars", metavar="N", type=int, default=env.get("TOOLOOP_REPLY_CHARS") or REPLY_CHARS,
+                        help="characters one model reply may hold, then exit 7 (env TOOLOOP_REPLY_CHARS; "
+                             f"default {REPLY_CHARS})")
+    parser.add_argument("--max-write", metavar="BYTES", type=int, default=env.get("TOOLOOP_MAX_WRITE") or MAX_WRITE,
+                        help="bytes one write_file may write; a larger one is an error for the model "
+                             f"(env TOOLOOP_MAX_WRITE; default {MAX_WRITE})")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
-    if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1:
-        parser.error("--max-turns, --timeout and --check-rounds must be positive")
-    if not Path(args.workspace).is_dir():
-        parser.error(f"workspace {args.workspace!r} is not a folder")
     for name in ("replay", "render"):
         if getattr(args, name) and not Path(getattr(args, name)).is_file():
             parser.error(f"--{name}: no such file {getattr(args, name)!r}")
+        try:
+            events = transcript.read(getattr(args, name)) if getattr(args, name) else []
+        except transcript.NotATranscript as error:
+            parser.error(f"--{name}: {getattr(args, name)} is not a tooloop transcript: {error}")
+        if name == "replay" and events:
+            as_recorded(parser, args, argv, events)
+    if min(args.max_turns, args.timeout, args.check_rounds, args.reply_seconds, args.reply_chars, args.max_write) <= 0:
+        parser.error("--max-turns, --timeout, --check-rounds, --reply-seconds, --reply-chars and --max-write "
+                     "must be positive")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"workspace {args.workspace!r} is not a folder")
+    if Path(args.workspace).resolve() == Path("/"):
+        parser.error("the workspace cannot be /: the tools would reach the whole machine")
+    if args.quiet and args.approval == "ask":  # the question would be hidden, its answer still read
+        parser.error("--quiet hides the questions of --approval ask: use one or the other")
     if not (args.task or args.replay or args.render):
         parser.error("give a task, or --replay FILE, or --render FILE")
     return args
 
 
+# The settings a replay takes from the recording's start event, each with its flag (plain: no aids).
+RECORDED = {"max_turns": "--max-turns", "approval": "--approval", "timeout": "--timeout",
+            "check_rounds": "--check-rounds", "max_write": "--max-write", "plain": "--plain"}
+
+
+def as_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None,
+                events: list[dict]) -> None:
+    """Give a replay the recorded run's settings (RECORDED), so the tools meet the same cap, rules
+    and limits as when it was recorded. A flag on the command line that says otherwise is refused
+    (exit 2), and so is a recording with no reply or a setting of the wrong kind; a setting an
+    older transcript lacks keeps its value from the flags, the environment or the default."""
+    config = next(event["config"] for event in events if event["event"] == "start")
+    if not any(event["event"] == "response" for event in events):
+        parser.error(f"--replay: {args.replay} holds no model reply to replay")
+    aids_on = config.get("aids")
+    recorded = {**{key: config.get(key) for key in RECORDED}, "plain": aids_on == [] if isinstance(aids_on, list) else None}
+    # subtle: parsed again over a namespace that already holds every recorded setting (None), the
+    # parser fills in no default there: what is not None was given on the command line
+    given = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(RECORDED)))
+    for key, flag in RECORDED.items():
+        value, kind = recorded[key], type(getattr(args, key))
+        if value is None:
+            continue
+        if not isinstance(value, (int, float) if kind is float else kind) or isinstance(value, bool) != (kind is bool):
+            parser.error(f"--replay: the recording's {key} is {value!r}, which {flag} does not take")
+        if getattr(given, key) is not None and getattr(given, key) != value:
+            parser.error(f"--replay: the run was recorded with {flag} {value}, and a replay reproduces it: "
+                         f"leave {flag} out")
+        setattr(args, key, value)
+    if args.approval not in ("auto", "ask", "read-only"):
+        parser.error(f"--replay: the recording's approval is {args.approval!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line: tooloop's start, run and end (`session`). A Ctrl-C before the run began
+    (the sandbox probe, the --file reads) ends it as one during the run does: exit 130."""
+    try:
+        return session(argv)
+    except KeyboardInterrupt:
+        console.quiet = False
+        console.print("interrupted", style="bold yellow")
+        return 130
+
+
+def session(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console.quiet = args.quiet
     if args.render:
@@ -586,7 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     workspace = Path(args.workspace).resolve()
     secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
-                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets)
+                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets,
+                        max_write=args.max_write)
     if settings.sandbox and (args.approval != "read-only" or check) and (why := sandbox.probe()):
         console.print(f"error: shell commands cannot run here: no working sandbox ({printable(why)}). Fix: run "
                       "scripts/setup (installs bubblewrap), or pass --approval read-only, or "
@@ -600,9 +671,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         settings.named.add(inside(path, settings))
         files[i] = str(inside(path, settings).relative_to(workspace))
-    path = args.transcript or workspace / ".tooloop" / time.strftime("%Y%m%d-%H%M%S.jsonl")
+    path = args.transcript or transcript.fresh(workspace / ".tooloop")  # never one another run writes to
     try:
-        log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets)
+        log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets,
+                                                                                  exclusive=not args.transcript)
     except OSError as error:
         console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
@@ -615,10 +687,11 @@ def main(argv: list[str] | None = None) -> int:
             hook = lambda event, **data: (log(event, **data), compare(event, **data))  # noqa: E731
             n_ctx = next((e["config"].get("n_ctx") for e in recorded if e["event"] == "start"), None)
         else:
-            send, compare, hook = live(args.base_url, args.api_key), None, log
+            send, compare, hook = live(args.base_url, args.api_key, args.reply_seconds, args.reply_chars), None, log
             n_ctx = None if args.no_probe else check_endpoint(args.base_url, args.api_key)
         log("start", task=task, config={"base_url": transcript.shown(args.base_url), "model": args.model,
                                         "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
+                                        "timeout": args.timeout, "max_write": args.max_write,
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "files": files, "replay": args.replay})

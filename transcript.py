@@ -49,8 +49,15 @@ def printable(text: str) -> str:
     return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
-def writer(path: Path, secrets: list[str]):
-    """A log(event, **data) function appending to `path`; log.close() ends it."""
+def fresh(folder: Path) -> Path:
+    """A new transcript's name in `folder`: the time and a random part, so two runs started in
+    the same second get two files (and writer(..., exclusive=True) refuses a name taken anyway)."""
+    return folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.jsonl"
+
+
+def writer(path: Path, secrets: list[str], exclusive: bool = False):
+    """A log(event, **data) function appending to `path` (creating it; with `exclusive`, only a
+    new file: never one another run writes to); log.close() ends it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # subtle: the shell may have planted .tooloop (or names in it) as symlinks to host files in an
     # earlier run; never write through a link
@@ -65,11 +72,14 @@ def writer(path: Path, secrets: list[str]):
             pass
     # O_NONBLOCK: opening a FIFO planted under the name must not hang the run (it is refused just
     # below; on a regular file the flag changes nothing)
-    fd = os.open(path, nofollow | os.O_APPEND | os.O_NONBLOCK, 0o644)
+    fd = os.open(path, nofollow | os.O_APPEND | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0), 0o644)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
-    file = os.fdopen(fd, "a", encoding="utf-8")
+    # subtle: a model's reply may hold a lone surrogate ("\ud800"), which UTF-8 cannot encode. In
+    # the JSON below one can only stand inside a string, where backslashreplace writes it as the
+    # very escape JSON reads back: the line stays valid and read() returns the text as it was.
+    file = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
 
     previous = []  # the messages of the last request logged
 
@@ -108,19 +118,63 @@ def secrets(api_key: str, base_url: str) -> list[str]:
     return [s for s in (api_key, parts.netloc.rpartition("@")[0], parts.password) if s and len(s) >= 6]
 
 
+# What each kind of event must hold, and of which type, for render and replay to use it.
+FIELDS = {"start": {"task": str, "config": dict}, "request": {"turn": int, "body": dict},
+          "response": {"turn": int, "body": dict, "seconds": (int, float)},
+          "tool": {"name": str, "arguments": str, "result": str},
+          "check": {"command": str, "result": str, "passed": bool}, "note": {"kind": str, "text": str},
+          "removed": {"removed": list}, "end": {"exit_code": int, "answer": str}}
+
+
+class NotATranscript(ValueError):
+    """The file is not a tooloop transcript (or not a whole one): says which line, and why."""
+
+
 def read(path: Path) -> list[dict]:
-    """The events of a transcript; a last line cut short by a crash is skipped."""
+    """The events of a transcript; a line cut short by a crash is skipped. Raises NotATranscript
+    for a file that is not one: no start event, or an event without what its kind needs."""
     events, messages = [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotATranscript(f"cannot be read ({error})") from None
+    for n, line in enumerate(lines, 1):
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if event.get("event") == "request":
-            messages = messages[:event.pop("after", 0)] + event["body"]["messages"]
+        if problem := malformed(event):
+            raise NotATranscript(f"line {n} is no tooloop event: {problem}")
+        if event["event"] == "response":  # as the model reads it: what render and replay rely on
+            event["body"] = ChatCompletion.model_validate(event["body"]).model_dump(exclude_none=True)
+        if event["event"] == "request":
+            after = event.pop("after", 0)
+            messages = messages[:after if type(after) is int else 0] + listed(event["body"].get("messages"))
             event["body"]["messages"] = messages
         events.append(event)
+    if not any(event["event"] == "start" for event in events):
+        raise NotATranscript("it has no start event (an empty file, or not a tooloop transcript)")
     return events
+
+
+def malformed(event) -> str | None:
+    """What is wrong with one parsed line as an event of a transcript (FIELDS), or None."""
+    if not isinstance(event, dict) or event.get("event") not in FIELDS:
+        return "not an object with a known \"event\""
+    wrong = [key for key, kind in FIELDS[event["event"]].items() if not isinstance(event.get(key), kind)]
+    if wrong:
+        return f"a {event['event']} event without a proper {', '.join(wrong)}"
+    if event["event"] == "response":
+        try:
+            if not ChatCompletion.model_validate(event["body"]).choices:
+                return "a response without a choice"
+        except ValueError:
+            return "a response that is no chat completion"
+    return None
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def replayer(events: list[dict]):
