@@ -307,8 +307,8 @@ def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_C
                     break
         except (ValueError, RecursionError) as error:  # no JSON or no UTF-8 (ValueErrors both), or nested too deep
             raise BadReply(f"is no stream of chunks as the API describes ({printable(str(error))[:200]})") from None
-    if keep is not None:
-        text, finish = text[:keep], "stop"
+    if keep is not None:  # (a reply the server ended in that very chunk keeps its reason: it may be cut off)
+        text, finish = text[:keep], finish or "stop"
     if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it
         prompt, predicted = int(timings.get("prompt_n", 0) + timings.get("cache_n", 0)), int(timings["predicted_n"])
         usage = {"prompt_tokens": prompt, "completion_tokens": predicted, "total_tokens": prompt + predicted,
