@@ -291,10 +291,10 @@ def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_C
                 for choice in [c for c in listed(chunk.get("choices")) if isinstance(c, dict)][:1]:
                     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
                     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else finish
-                    if isinstance(piece := delta.get("reasoning_content"), str) and piece:
+                    if isinstance(piece := sound(delta.get("reasoning_content")), str) and piece:
                         reasoning, size = reasoning + piece, size + len(piece)
                         show("reasoning", piece)
-                    if isinstance(piece := delta.get("content"), str) and piece:
+                    if isinstance(piece := sound(delta.get("content")), str) and piece:
                         text, size = text + piece, size + len(piece)
                         show("content", piece)
                         keep = stop(text)
@@ -340,10 +340,9 @@ def add_piece(calls: list, part) -> int:
     name, arguments = function.get("name"), function.get("arguments")
     if arguments is not None and not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
-    into["id"] = into["id"] or given
-    into["name"] += name if isinstance(name, str) else ""
-    into["arguments"] += arguments or ""
-    return len(name if isinstance(name, str) else "") + len(arguments or "")
+    name, arguments = sound(name) if isinstance(name, str) else "", sound(arguments) or ""
+    into["id"], into["name"], into["arguments"] = into["id"] or given, into["name"] + name, into["arguments"] + arguments
+    return len(name) + len(arguments)
 
 
 def numbered(calls: list) -> list[dict]:
@@ -357,6 +356,15 @@ def numbered(calls: list) -> list[dict]:
         used.add(call_id)
         out.append({"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
     return out
+
+
+LONE = re.compile("[\ud800-\udfff]")  # (JSON reads a proper pair as one character: what is left is alone)
+
+
+def sound(value):
+    """A string from the server with each lone surrogate ("\\ud800", which JSON allows and UTF-8
+    cannot encode) as U+FFFD: sent back in the history, it would make the next request unencodable."""
+    return LONE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def listed(value) -> list:
@@ -597,6 +605,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--quiet hides the questions of --approval ask: use one or the other")
     if not (args.task or args.replay or args.render):
         parser.error("give a task, or --replay FILE, or --render FILE")
+    if args.task and LONE.search(args.task):  # bytes that are no text in the locale's encoding
+        parser.error("the task holds bytes that are not text in this terminal's encoding")
     return args
 
 

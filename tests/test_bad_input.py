@@ -47,6 +47,13 @@ def one_line(err: str, code: int) -> str:
     return line
 
 
+def exit_code(argv: list[str]) -> int:
+    try:
+        return agent.main(argv)
+    except SystemExit as exit:  # usage errors come from argparse
+        return exit.code
+
+
 @pytest.fixture
 def text_file(workspace):
     (workspace / "a.txt").write_text("hello\n")
@@ -154,12 +161,19 @@ def test_arguments_nested_200000_deep_are_an_error_for_the_model(run_agent, fake
     assert tool_messages(fake.requests[1])[0]["content"] == "Error: the arguments are nested too deeply to read"
 
 
-def test_a_lone_surrogate_in_a_reply_is_recorded_and_shown(run_agent, workspace):
-    code, out, _ = run_agent(answer("half a pair: \ud800 there"))
-    assert code == 0 and out == "half a pair: ? there\n"  # (a terminal cannot show it)
-    [*_, response, end] = transcript.read(workspace.parent / "transcript.jsonl")
-    assert response["body"]["choices"][0]["message"]["content"] == "half a pair: \ud800 there"
-    assert end["answer"] == "half a pair: \ud800 there"
+def test_a_lone_surrogate_in_a_reply_is_marked_and_the_run_goes_on(run_agent, fake, workspace, text_file):
+    code, out, _ = run_agent(reply(call("read_file", path="a.txt"), content="half a pair: \ud800 there"),
+                             answer("one more: \udfff"))
+    assert code == 0 and out == "one more: \ufffd\n"
+    assert fake.requests[1]["messages"][2]["content"] == "half a pair: \ufffd there"  # sent back as UTF-8 can
+    recorded = transcript.read(workspace.parent / "transcript.jsonl")
+    assert recorded[-1]["answer"] == "one more: \ufffd"
+
+
+def test_a_task_that_is_no_text_is_refused_before_any_model_call(fake, workspace, capsys):
+    code = exit_code(["--base-url", fake.url, "--workspace", str(workspace), "bytes: \udcff"])  # how Python reads \xff
+    assert code == 2 and fake.requests == []
+    assert "the task holds bytes that are not text in this terminal's encoding" in capsys.readouterr().err
 
 
 def test_one_write_is_bounded_and_the_model_is_told(run_agent, fake, workspace):
@@ -201,13 +215,6 @@ def test_a_call_recovered_from_a_cut_off_reply_does_not_run(run_agent, fake, wor
 
 
 # --- from the user: the command line --------------------------------------------------------------
-
-def exit_code(argv: list[str]) -> int:
-    try:
-        return agent.main(argv)
-    except SystemExit as exit:  # usage errors come from argparse
-        return exit.code
-
 
 @pytest.mark.parametrize("content", [b'{"a": 1}\n', b"[1, 2]\n", b'{"event": "start"}\n', b"", b"\xff\n"],
                          ids=["an object", "a list", "a start without its task", "empty", "no text"])
