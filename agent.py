@@ -287,7 +287,8 @@ def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_C
                 chunk = chunk.to_dict(warnings=False) if isinstance(chunk, openai.BaseModel) else chunk
                 if not isinstance(chunk, dict):
                     raise BadReply(f"holds an event that is no JSON object ({printable(repr(chunk))[:80]})")
-                head, usage, timings = head or chunk, counted(chunk.get("usage")) or usage, numbers(chunk.get("timings")) or timings
+                head, usage = head or chunk, counted(chunk.get("usage")) or usage
+                timings = numbers(chunk.get("timings")) or timings
                 for choice in [c for c in listed(chunk.get("choices")) if isinstance(c, dict)][:1]:
                     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
                     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else finish
@@ -332,7 +333,7 @@ def add_piece(calls: list, part) -> int:
         return 0
     function = part.get("function") if isinstance(part.get("function"), dict) else {}
     index = part.get("index") if type(part.get("index")) is int else (calls[-1]["index"] if calls else 0)
-    given = part.get("id") if isinstance(part.get("id"), str) and part.get("id") else None
+    given = sound(part.get("id")) if isinstance(part.get("id"), str) and part.get("id") else None
     into = next((call for call in reversed(calls) if call["index"] == index), None)
     if into is None or (given and into["id"] and given != into["id"]):
         into = {"index": index, "id": None, "name": "", "arguments": ""}
@@ -341,7 +342,8 @@ def add_piece(calls: list, part) -> int:
     if arguments is not None and not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     name, arguments = sound(name) if isinstance(name, str) else "", sound(arguments) or ""
-    into["id"], into["name"], into["arguments"] = into["id"] or given, into["name"] + name, into["arguments"] + arguments
+    into["id"], into["name"] = into["id"] or given, into["name"] + name
+    into["arguments"] += arguments
     return len(name) + len(arguments)
 
 
@@ -354,7 +356,8 @@ def numbered(calls: list) -> list[dict]:
         while call_id in used:
             call_id += "_"
         used.add(call_id)
-        out.append({"id": call_id, "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
+        out.append({"id": call_id, "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]}})
     return out
 
 
@@ -373,13 +376,15 @@ def listed(value) -> list:
 
 def numbers(value) -> dict:
     """The finite numbers in a dict (llama-server's `timings`); {} for anything else."""
-    return {k: v for k, v in value.items() if type(v) in (int, float) and math.isfinite(v)} if isinstance(value, dict) else {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if type(v) in (int, float) and math.isfinite(v)}
 
 
 def counted(usage) -> dict | None:
     """`usage` when it counts tokens in whole numbers, as the API says; else None (it is only shown)."""
-    if not isinstance(usage, dict) or not all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens")):
-        return None
+    if not isinstance(usage, dict) or {type(usage.get("prompt_tokens")), type(usage.get("completion_tokens"))} != {int}:
+        return None  # (a bool is no count either)
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
@@ -574,7 +579,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
     parser.add_argument("--render", metavar="FILE", help="print a transcript as a conversation and exit")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
-    parser.add_argument("--reply-seconds", metavar="S", type=float, default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
+    parser.add_argument("--reply-seconds", metavar="S", type=float,
+                        default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
                         help="seconds one model reply may take in all, then exit 7 (env TOOLOOP_REPLY_SECONDS; "
                              f"default {REPLY_SECONDS})")
     parser.add_argument("--reply-chars", metavar="N", type=int, default=env.get("TOOLOOP_REPLY_CHARS") or REPLY_CHARS,
@@ -625,7 +631,8 @@ def as_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv:
     if not any(event["event"] == "response" for event in events):
         parser.error(f"--replay: {args.replay} holds no model reply to replay")
     aids_on = config.get("aids")
-    recorded = {**{key: config.get(key) for key in RECORDED}, "plain": aids_on == [] if isinstance(aids_on, list) else None}
+    recorded = {key: config.get(key) for key in RECORDED}
+    recorded["plain"] = aids_on == [] if isinstance(aids_on, list) else None
     # subtle: parsed again over a namespace that already holds every recorded setting (None), the
     # parser fills in no default there: what is not None was given on the command line
     given = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(RECORDED)))
