@@ -49,6 +49,10 @@ def printable(text: str) -> str:
     return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
+# What str.splitlines() takes for a line break and JSON leaves as it is (it escapes all below U+0020)
+BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
 def fresh(folder: Path) -> Path:
     """A new transcript's name in `folder`: the time and a random part, so two runs started in
     the same second get two files (and writer(..., exclusive=True) refuses a name taken anyway)."""
@@ -91,6 +95,7 @@ def writer(path: Path, secrets: list[str], exclusive: bool = False):
                 data = {**data, "body": {**data["body"], "messages": messages[len(previous):]}, "after": len(previous)}
             previous = list(messages)
         line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)
+        line = BREAKS.sub(lambda m: f"\\u{ord(m[0]):04x}", line)  # one event, one line, whoever splits them
         for secret in secrets:
             line = line.replace(secret, "[redacted]")
         file.write(line + "\n")
@@ -135,7 +140,7 @@ def read(path: Path) -> list[dict]:
     for a file that is not one: no start event, or an event without what its kind needs."""
     events, messages = [], []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as error:
         raise NotATranscript(f"cannot be read ({error})") from None
     for n, line in enumerate(lines, 1):

@@ -170,6 +170,13 @@ def test_a_lone_surrogate_in_a_reply_is_marked_and_the_run_goes_on(run_agent, fa
     assert recorded[-1]["answer"] == "one more: \ufffd"
 
 
+def test_a_reply_with_line_separators_keeps_one_event_a_line(run_agent, workspace):
+    code, _, _ = run_agent(answer("one\u2028two\u2029three\x85four"))
+    log = workspace.parent / "transcript.jsonl"
+    assert code == 0 and [json.loads(line)["event"] for line in log.read_text().splitlines()][-1] == "end"
+    assert transcript.read(log)[-1]["answer"] == "one\u2028two\u2029three\x85four"
+
+
 def test_a_task_that_is_no_text_is_refused_before_any_model_call(fake, workspace, capsys):
     code = exit_code(["--base-url", fake.url, "--workspace", str(workspace), "bytes: \udcff"])  # how Python reads \xff
     assert code == 2 and fake.requests == []

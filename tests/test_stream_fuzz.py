@@ -141,10 +141,11 @@ def test_through_the_command_line_too(place, parts):
     server, _, root = place
     server.script = [Raw(parts)] + [answer("done")] * 4
     log = root / "transcript.jsonl"
+    log.unlink(missing_ok=True)  # (a failed case leaves its own)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
         code = agent.main(["--base-url", server.url, "--workspace", str(root / "ws"), "--approval", "read-only",
                            "--no-probe", "--max-turns", "3", "--transcript", str(log), "go"])
     assert code in agent.EXIT_CODES and "Traceback" not in err.getvalue()
-    ended = [json.loads(line) for line in log.read_text().splitlines()][-1]  # the transcript is whole
+    ended = [json.loads(line) for line in log.read_text().splitlines()][-1]  # the transcript is whole: one event a line
     assert ended["event"] == "end" and ended["exit_code"] == code
     log.unlink()
