@@ -539,9 +539,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = {**dotenv_values(".env"), **os.environ}
     parser = argparse.ArgumentParser(
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
-        epilog="aids (small-model helpers, on unless --plain; see aids.py):\n"
+        epilog=f"limits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run\n\n"
+               + "aids (small-model helpers, on unless --plain; see aids.py):\n"
                + "\n".join(f"  {name}" for name in aids.NAMES)
-               + f"\n\nlimits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run"
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", nargs="?", help="what the agent should do")
