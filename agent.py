@@ -662,6 +662,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def session(argv: list[str] | None = None) -> int:
+    """Read the command line, check what the run needs, run it, and say how it ended (the exit code)."""
     args = parse_args(argv)
     console.quiet = args.quiet
     if args.render:
