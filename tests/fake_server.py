@@ -141,7 +141,8 @@ class FakeServer:
     def __init__(self):
         self.script: list = []
         self.requests: list[dict] = []
-        self.streams: list[dict] = []  # per streamed reply: {"chunks": sent, "total": planned (None: endless), "hung_up": bool}
+        # per streamed reply: {"chunks": sent, "total": planned (None: an endless Raw), "hung_up": bool}
+        self.streams: list[dict] = []
         self.gets: list[str] = []  # paths of GET requests (the agent's start-up check)
         self.extra_routes: dict[str, tuple[int, dict]] = {}  # GET path -> (status, JSON body)
         server = self
