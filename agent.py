@@ -244,8 +244,8 @@ def live(base_url: str, api_key: str, reply_seconds: float = REPLY_SECONDS, repl
             message = str(details.get("message") or error.message)
             if status == 400 and OVERFLOW.search(f"{details.get('type')} {details.get('code')} {message}"):
                 n_ctx, prompt = CONTEXT_SIZE.search(message), PROMPT_SIZE.search(message)
-                raise ContextOverflow(details.get("n_prompt_tokens") or (prompt and int(prompt[1])),
-                                      details.get("n_ctx") or (n_ctx and int(n_ctx[1]))) from None
+                raise ContextOverflow(tokens(details.get("n_prompt_tokens")) or (prompt and int(prompt[1])),
+                                      tokens(details.get("n_ctx")) or (n_ctx and int(n_ctx[1]))) from None
             if status == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
                 raise ParserError(message) from None
             raise Stop(1, f"error: the model endpoint at {url} answered HTTP {status}: {message}") from None
@@ -368,6 +368,11 @@ def sound(value):
     """A string from the server with each lone surrogate ("\\ud800", which JSON allows and UTF-8
     cannot encode) as U+FFFD: sent back in the history, it would make the next request unencodable."""
     return LONE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
+def tokens(value) -> int | None:
+    """A count of tokens from the server, if it is one (a whole number above 0)."""
+    return value if type(value) is int and value > 0 else None
 
 
 def listed(value) -> list:
@@ -521,15 +526,19 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
         tools_ok = props.get("chat_template_caps", {}).get("supports_tool_calls")
     except (openai.APIStatusError, ValueError, AttributeError):
         return None  # the server is there, but is not llama-server
+    except openai.APITimeoutError:
+        raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} did not answer GET /props "
+                      "within 10 s (--no-probe skips it)") from None
     except openai.APIConnectionError as error:
         raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
     if tools_ok is False:
         console.print("warning: the server's chat template does not support tool calls; calls "
                       "will arrive as text (recovered where possible)", style="yellow")
-    if isinstance(n_ctx, int) and n_ctx < 4 * MAX_REPLY_TOKENS:
+    n_ctx = tokens(n_ctx)
+    if n_ctx and n_ctx < 4 * MAX_REPLY_TOKENS:
         console.print(f"warning: the server's context is only {n_ctx} tokens; long runs will be "
                       "compacted (start llama-server with a larger -c)", style="yellow")
-    return n_ctx if isinstance(n_ctx, int) else None
+    return n_ctx
 
 
 # --- command line ---------------------------------------------------------------------------

@@ -396,3 +396,11 @@ def test_other_servers_overflow_errors_compact_the_history(run_agent, fake, work
     assert (code, out) == (0, "read it\n")
     assert "context full (3000 of 2048 tokens)" in err
     assert len(json.dumps(fake.requests[2]["messages"])) < len(json.dumps(fake.requests[1]["messages"]))
+
+
+def test_an_overflow_whose_numbers_are_no_numbers_still_compacts(run_agent, fake, workspace):
+    (workspace / "big.txt").write_text("".join(f"line {i:04d} of the middle\n" for i in range(220)))
+    overflow = Status(400, {"error": {"code": 400, "type": "exceed_context_size_error", "message": "too long",
+                                      "n_prompt_tokens": "many", "n_ctx": 0}})
+    code, out, err = run_agent(reply(call("read_file", path="big.txt")), overflow, answer("read it"))
+    assert (code, out) == (0, "read it\n") and "context full (? of ? tokens)" in err
