@@ -280,14 +280,14 @@ def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_C
 
     Left out: several choices (n > 1; only the first is read) and one SSE line that never ends
     (the client reads a line whole before this sees it)."""
-    text, reasoning, calls, finish, usage, timings, keep, head, size = "", "", [], None, None, {}, None, {}, 0
+    text, reasoning, calls, finish, usage, timings, keep, head, size = "", "", [], None, None, {}, None, None, 0
     with stream:
         try:
             for chunk in stream:
                 chunk = chunk.to_dict(warnings=False) if isinstance(chunk, openai.BaseModel) else chunk
                 if not isinstance(chunk, dict):
                     raise BadReply(f"holds an event that is no JSON object ({printable(repr(chunk))[:80]})")
-                head, usage = head or chunk, counted(chunk.get("usage")) or usage
+                head, usage = chunk if head is None else head, counted(chunk.get("usage")) or usage
                 timings = numbers(chunk.get("timings")) or timings
                 for choice in [c for c in listed(chunk.get("choices")) if isinstance(c, dict)][:1]:
                     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
@@ -308,6 +308,8 @@ def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_C
                     break
         except (ValueError, RecursionError) as error:  # no JSON or no UTF-8 (ValueErrors both), or nested too deep
             raise BadReply(f"is no stream of chunks as the API describes ({printable(str(error))[:200]})") from None
+    if head is None:  # (a body that is no event stream at all, as a server that ignores "stream" sends)
+        raise BadReply("ended before its first chunk: it is no chat-completions stream")
     if keep is not None:  # (a reply the server ended in that very chunk keeps its reason: it may be cut off)
         text, finish = text[:keep], finish or "stop"
     if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it

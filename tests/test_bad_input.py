@@ -91,6 +91,15 @@ def test_a_stream_that_is_no_json_is_one_line_and_exit_7(run_agent, fake, bad):
     assert line.startswith(f"error: the reply from the model endpoint at {fake.url}")
 
 
+@pytest.mark.parametrize("body", [[b"data: [DONE]\n\n"], [], [json.dumps(
+    {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+     "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]}).encode()]],
+                         ids=["only [DONE]", "nothing", "a whole reply, not streamed"])
+def test_a_stream_without_a_single_chunk_is_no_empty_answer(run_agent, body):
+    code, _, err = run_agent(Raw(body))
+    assert code == 7 and "ended before its first chunk" in one_line(err, 7)
+
+
 def test_an_unknown_finish_reason_is_read_as_stop(run_agent):
     code, out, _ = run_agent(stream({"content": "Paris."}, finish="eos"))
     assert (code, out) == (0, "Paris.\n")
