@@ -622,8 +622,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--quiet hides the questions of --approval ask: use one or the other")
     if not (args.task or args.replay or args.render):
         parser.error("give a task, or --replay FILE, or --render FILE")
-    if args.task and LONE.search(args.task):  # bytes that are no text in the locale's encoding
-        parser.error("the task holds bytes that are not text in this terminal's encoding")
+    # subtle: Python reads command-line bytes that are no text in the locale's encoding as lone
+    # surrogates, and what goes to the model must be UTF-8: refused here, not mid-run
+    for name, value in [("the task", args.task), ("--check", args.check), ("--model", args.model),
+                        *[("--file", path) for path in args.file]]:
+        if value and LONE.search(value):
+            parser.error(f"{name} holds bytes that are not text in this terminal's encoding")
     return args
 
 

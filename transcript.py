@@ -80,9 +80,10 @@ def writer(path: Path, secrets: list[str], exclusive: bool = False):
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
-    # subtle: a model's reply may hold a lone surrogate ("\ud800"), which UTF-8 cannot encode. In
-    # the JSON below one can only stand inside a string, where backslashreplace writes it as the
-    # very escape JSON reads back: the line stays valid and read() returns the text as it was.
+    # subtle: text may hold a lone surrogate ("\ud800": bytes read from a transcript, a path or the
+    # environment that are no UTF-8), which UTF-8 cannot encode. In the JSON below one can only
+    # stand inside a string, where backslashreplace writes it as the very escape JSON reads back:
+    # the line stays valid and read() returns the text as it was.
     file = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
 
     previous = []  # the messages of the last request logged

@@ -190,6 +190,15 @@ def test_a_task_that_is_no_text_is_refused_before_any_model_call(fake, workspace
     code = exit_code(["--base-url", fake.url, "--workspace", str(workspace), "bytes: \udcff"])  # how Python reads \xff
     assert code == 2 and fake.requests == []
     assert "the task holds bytes that are not text in this terminal's encoding" in capsys.readouterr().err
+    code = exit_code(["--base-url", fake.url, "--workspace", str(workspace), "--check", "test \udcff", "go"])
+    assert code == 2 and "--check holds bytes" in capsys.readouterr().err
+
+
+def test_the_transcript_writer_keeps_a_lone_surrogate_as_its_escape(tmp_path):
+    log = transcript.writer(tmp_path / "t.jsonl", [])
+    log("start", task="a \udcff b", config={})
+    log.close()
+    assert transcript.read(tmp_path / "t.jsonl")[0]["task"] == "a \udcff b"
 
 
 def test_one_write_is_bounded_and_the_model_is_told(run_agent, fake, workspace):
