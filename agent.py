@@ -606,7 +606,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if getattr(args, name) and not Path(getattr(args, name)).is_file():
             parser.error(f"--{name}: no such file {getattr(args, name)!r}")
         try:
-            events = transcript.read(getattr(args, name)) if getattr(args, name) else []
+            events = transcript.checked(getattr(args, name)) if getattr(args, name) else []
         except transcript.NotATranscript as error:
             parser.error(f"--{name}: {getattr(args, name)} is not a tooloop transcript: {error}")
         if name == "replay" and events:
@@ -681,8 +681,8 @@ def session(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console.quiet = args.quiet
     if args.render:
-        return render(transcript.read(args.render))
-    recorded = transcript.read(args.replay) if args.replay else []
+        return render(transcript.checked(args.render))
+    recorded = transcript.checked(args.replay) if args.replay else []
     started = next((e for e in recorded if e["event"] == "start"), {"config": {}})  # a replay's settings
     task = args.task or started.get("task", "")
     check, files = args.check or started["config"].get("check"), args.file or started["config"].get("files", [])

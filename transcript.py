@@ -137,27 +137,37 @@ class NotATranscript(ValueError):
 
 
 def read(path: Path) -> list[dict]:
-    """The events of a transcript; a line cut short by a crash is skipped. Raises NotATranscript
-    for a file that is not one: no start event, or an event without what its kind needs."""
+    """The events of a transcript, as written; a line that is no JSON object (one cut short by a
+    crash) is skipped. Nothing else is checked: checked() is for files a user names."""
     events, messages = [], []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as error:
-        raise NotATranscript(f"cannot be read ({error})") from None
-    for n, line in enumerate(lines, 1):
+    for line in Path(path).read_text(encoding="utf-8").split("\n"):  # (not splitlines: U+2028 is no line break here)
         try:
             event = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
-        if problem := malformed(event):
-            raise NotATranscript(f"line {n} is no tooloop event: {problem}")
-        if event["event"] == "response":  # as the model reads it: what render and replay rely on
-            event["body"] = ChatCompletion.model_validate(event["body"]).model_dump(exclude_none=True)
-        if event["event"] == "request":
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "request" and isinstance(event.get("body"), dict):
             after = event.pop("after", 0)
             messages = messages[:after if type(after) is int else 0] + listed(event["body"].get("messages"))
             event["body"]["messages"] = messages
         events.append(event)
+    return events
+
+
+def checked(path: Path) -> list[dict]:
+    """The events of a transcript a user named (--render, --replay), each with what its kind needs
+    (FIELDS) and each response as a chat completion, or NotATranscript saying why the file is none:
+    which line, or that it has no start event."""
+    try:
+        events = read(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotATranscript(f"cannot be read ({error})") from None
+    for n, event in enumerate(events, 1):
+        if problem := malformed(event):
+            raise NotATranscript(f"event {n} is no tooloop event: {problem}")
+        if event["event"] == "response":  # as the model's reply reads it: what render and replay rely on
+            event["body"] = ChatCompletion.model_validate(event["body"]).model_dump(exclude_none=True)
     if not any(event["event"] == "start" for event in events):
         raise NotATranscript("it has no start event (an empty file, or not a tooloop transcript)")
     return events
@@ -165,7 +175,7 @@ def read(path: Path) -> list[dict]:
 
 def malformed(event) -> str | None:
     """What is wrong with one parsed line as an event of a transcript (FIELDS), or None."""
-    if not isinstance(event, dict) or event.get("event") not in FIELDS:
+    if event.get("event") not in FIELDS:
         return "not an object with a known \"event\""
     wrong = [key for key, kind in FIELDS[event["event"]].items() if not isinstance(event.get(key), kind)]
     if wrong:
