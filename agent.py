@@ -23,6 +23,7 @@ summarising old turns with the model (stubs are cheaper and predictable).
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -44,26 +45,33 @@ import transcript
 from transcript import printable
 from screen import (Streamed, answer_on_terminal, asker, console, note, render, show_call, show_changes,
                     show_check, show_end, show_json, show_reply, show_result, show_usage)
-from tools import TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
+from tools import MAX_WRITE, TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
 
 __version__ = "0.1.0"  # the same as pyproject.toml's (a test checks)
 EXIT_CODES = {
     0: "the model gave a final answer (printed on stdout); with --check, the check passed",
-    1: "the model endpoint failed (unreachable, or an HTTP error after retries)",
+    1: "the model endpoint failed (unreachable, silent too long, or an HTTP error after retries)",
     2: "usage or configuration error (bad flags, a missing --file, no working sandbox for shell commands)",
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
     5: "the model ended the run with an empty reply: no call and no answer (without --check)",
     6: "with --check: no attempt's check passed; the workspace is as it was (the end says where the attempts are)",
+    7: "the model endpoint sent a reply that cannot be used (malformed, or past --reply-chars or --reply-seconds)",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
+# What the client reads of one reply, whatever the server does with max_completion_tokens: 1024
+# tokens are 4-20 kB of text, and on two CPU cores a long prompt takes minutes before the first token.
+REPLY_CHARS = 100_000
+REPLY_SECONDS = 1200
+MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or a few recovered from text)
 # Qwen2.5's recommended sampling (the defaults of --temperature, --top-p). Greedy decoding
 # (temperature 0) makes a small model repeat the same wrong reply after every note; the seed
 # changes each turn, so a run is still repeatable.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY_TOKENS}
 CUT = Result(prompts.CUT_OFF, ok=False)
+TOO_MANY = Result(prompts.TOO_MANY_CALLS.format(most=MAX_CALLS), ok=False)
 CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
 UNREACHABLE = ("error: cannot reach the model endpoint at {url} ({error}). Is the server running? Start one with "
@@ -101,10 +109,11 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
             messages[1:] = [{"role": "user", "content": task + check_failed(check, result, settings)}]
             note("restarted", "the conversation starts again: the task, the check's output, the files as they are now", log)
             continue
-        cut = choice.finish_reason == "length" and message.tool_calls  # never run half a call
-        for call_id, name, arguments in calls:  # each call gets one result, matched by its id
+        cut = choice.finish_reason == "length"  # never run half a call, structured or recovered from text
+        for n, (call_id, name, arguments) in enumerate(calls):  # each call gets one result, matched by its id
             show_call(name, arguments)
-            result = hooks.before_call(name, arguments) or (CUT if cut else dispatch(name, arguments, settings))
+            result = TOO_MANY if n >= MAX_CALLS else hooks.before_call(name, arguments) or (
+                CUT if cut else dispatch(name, arguments, settings))
             hooks.after_call(name, arguments, result)  # what the aids know of each call
             show_result(result)
             log("tool", turn=turn, id=call_id, name=name, arguments=arguments, result=result.text)
@@ -174,6 +183,9 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
     word; started again from the task, it has no claim to repeat, only the code and the failure."""
     root = settings.workspace.resolve()
     paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.written if p.is_file())
+    # subtle: what the model read in the discarded conversation it no longer sees, so it counts as
+    # unread again; the files shown whole below (named, written) count as read once more
+    settings.seen.clear()
     output = result.text if len(result.text) <= CHECK_OUTPUT else (
         result.text[:CHECK_OUTPUT // 2] + prompts.SHORTENED.format(cut=len(result.text) - CHECK_OUTPUT)
         + result.text[-CHECK_OUTPUT // 2:])
@@ -222,78 +234,212 @@ class ParserError(Exception):
     """The server could not parse the model's reply as a tool call (llama-server: HTTP 500)."""
 
 
-def live(base_url: str, api_key: str, timeout: float = 600, retries: int = 3):
+class BadReply(Exception):
+    """The server's reply cannot be used: not a stream as the API describes one, or past a reply
+    limit. The text says what was wrong, to follow "the reply from <endpoint> ..."."""
+
+
+# How servers word "the prompt is larger than the context": llama-server (its error type),
+# OpenAI (its code) and vLLM (the message); the numbers, where the message gives them, guide compaction.
+OVERFLOW = re.compile(r"exceed_context|context_length_exceeded|maximum context length", re.I)
+CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
+PROMPT_SIZE = re.compile(r"(?:resulted in|requested|you have) (\d+)")
+
+
+def live(base_url: str, api_key: str, reply_seconds: float = REPLY_SECONDS, reply_chars: int = REPLY_CHARS,
+         retries: int = 3):
     """send(request) against a real endpoint, through the openai client: it retries a dropped
     connection, 429 and 5xx with backoff, honours HTTPS_PROXY, and gives typed errors, which are
     sorted here into what the harness can handle (overflow, parser error) and what only the user
-    can fix (Stop, exit 1)."""
+    can fix (Stop: exit 1 when the endpoint fails, exit 7 when its reply is unusable).
+
+    One reply may take `reply_seconds` in all (the client also gives up on a server silent for that
+    long, or 600 s at most) and hold `reply_chars` characters: a server that streams forever is cut off."""
     def once(response):  # subtle: llama-server's 500 is a reply that failed to parse; the same request
         if response.status_code == 500:  # (same seed) fails the same way, so it is not resent as is
             response.headers["x-should-retry"] = "false"
-    client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries,
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=min(600, reply_seconds), max_retries=retries,
                            http_client=openai.DefaultHttpxClient(event_hooks={"response": [once]}))
+    url = transcript.shown(base_url)
 
     def send(request: dict, show=lambda kind, piece: None, stop=lambda text: None) -> ChatCompletion:
+        deadline, began = time.monotonic() + reply_seconds, False
         try:
             stream = client.chat.completions.create(**{k: v for k, v in request.items() if k not in EXTRAS},
                                                     extra_body={k: request[k] for k in EXTRAS if k in request})
-            return assemble(stream, show, stop)
-        except openai.APIConnectionError as error:  # (a timeout is one too, mid-stream as well)
-            raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
+            began = True
+            return assemble(stream, show, stop, deadline, reply_chars)
+        except BadReply as error:
+            raise Stop(7, f"error: the reply from the model endpoint at {url} {error}") from None
+        except openai.APITimeoutError:  # the server went silent: before its reply began, or in the middle
+            when = "in the middle of its reply" if began else "before replying"
+            raise Stop(1, f"error: the model endpoint at {url} sent nothing for {min(600, reply_seconds):g} s "
+                          f"{when}; if it is only slow, raise --reply-seconds") from None
+        except openai.APIConnectionError as error:
+            if began:
+                raise Stop(1, f"error: the connection to the model endpoint at {url} broke in the middle of "
+                              f"its reply ({error.__cause__ or error})") from None
+            raise Stop(1, UNREACHABLE.format(url=url, error=error.__cause__ or error)) from None
         except openai.APIError as error:  # an HTTP error status, or an error sent inside the stream
             status = getattr(error, "status_code", 500)
             body = error.body if isinstance(error.body, dict) else {}
             details = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
-            message = details.get("message") or error.message
-            if status == 400 and "exceed_context" in f"{details.get('type')} {details.get('code')}":
-                raise ContextOverflow(details.get("n_prompt_tokens"), details.get("n_ctx")) from None
+            message = str(details.get("message") or error.message)
+            if status == 400 and OVERFLOW.search(f"{details.get('type')} {details.get('code')} {message}"):
+                n_ctx, prompt = CONTEXT_SIZE.search(message), PROMPT_SIZE.search(message)
+                raise ContextOverflow(tokens(details.get("n_prompt_tokens")) or (prompt and int(prompt[1])),
+                                      tokens(details.get("n_ctx")) or (n_ctx and int(n_ctx[1]))) from None
             if status == 500 and re.search(r"does not match|pars(e|ing)", message, re.I):
                 raise ParserError(message) from None
-            raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} answered HTTP "
-                          f"{status}: {message}") from None
+            raise Stop(1, f"error: the model endpoint at {url} answered HTTP {status}: {message}") from None
 
     return send
 
 
-def assemble(stream, show, stop) -> ChatCompletion:
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")  # what ChatCompletion takes
+
+
+def assemble(stream, show, stop, deadline: float = math.inf, most: int = REPLY_CHARS) -> ChatCompletion:
     """A streamed reply, put together as the whole reply would have come. `show(kind, piece)`
     shows each piece as it arrives; `stop(text)` says how much of the text so far to keep when it
     holds a complete call written as text (the text-calls aid), else None. Then the stream is
     closed, and llama-server stops generating: the explanation a small model writes after its call
     costs nothing and is never in the history. (A structured call needs no such stop: with
-    parallel_tool_calls off the server ends the reply after it.)"""
-    text, reasoning, calls, finish, usage, extra, keep, first = "", "", [], None, None, {}, None, None
+    parallel_tool_calls off the server ends the reply after it.)
+
+    Every server's quirks arrive here, so each chunk is read as the plain JSON it was, and every
+    field is checked before it is used. What the reply can do without is let go: a `usage` or
+    `timings` that is not numbers, an unknown finish_reason (read as "stop"), a field of the wrong
+    type. Tool-call pieces are matched to calls by their `index` and, where a server reuses an
+    index, by a new `id`; arguments sent as a JSON object are written back as its text. A stream
+    that is no JSON, no UTF-8 or no objects, or that runs past `deadline` (time.monotonic) or
+    `most` characters, raises BadReply.
+
+    Why not the openai client's own accumulator (openai.lib.streaming.chat.ChatCompletionStreamState):
+    measured (openai 3.63) on the quirks above, it merges two calls sent with index 0 into one
+    (`read_fileread_file`), raises IndexError on a call whose first index is 1 and TypeError on
+    `"choices": null`, keeps arguments sent as an object as a dict, and its final completion raises
+    on a reply cut off at the token limit; checking each field here is shorter than repairing it.
+
+    Left out: several choices (n > 1; only the first is read) and one SSE line that never ends
+    (the client reads a line whole before this sees it)."""
+    text, reasoning, calls, finish, usage, timings, keep, head, size = "", "", [], None, None, {}, None, None, 0
     with stream:
-        for chunk in stream:
-            first, usage, extra = first or chunk, chunk.usage or usage, {**extra, **(chunk.model_extra or {})}
-            for delta, finish in ((c.delta, c.finish_reason or finish) for c in chunk.choices):
-                if piece := getattr(delta, "reasoning_content", None):
-                    reasoning += piece
-                    show("reasoning", piece)
-                if delta.content:
-                    text += delta.content
-                    show("content", delta.content)
-                    keep = stop(text)
-                for part in delta.tool_calls or []:
-                    if part.index == len(calls):
-                        calls.append({"id": part.id or f"call_{part.index}", "type": "function",
-                                      "function": {"name": "", "arguments": ""}})
-                    calls[part.index]["function"]["name"] += part.function and part.function.name or ""
-                    calls[part.index]["function"]["arguments"] += part.function and part.function.arguments or ""
-            if keep is not None:  # the text worth keeping ends there; the rest is never generated
-                text, finish, extra["stopped_after_call"] = text[:keep], "stop", True
-                break
-    timings = {k: v for k, v in (extra.get("timings") or {}).items() if isinstance(v, (int, float))}
+        try:
+            for chunk in stream:
+                chunk = chunk.to_dict(warnings=False) if isinstance(chunk, openai.BaseModel) else chunk
+                if not isinstance(chunk, dict):
+                    raise BadReply(f"holds an event that is no JSON object ({printable(repr(chunk))[:80]})")
+                head, usage = chunk if head is None else head, counted(chunk.get("usage")) or usage
+                timings = numbers(chunk.get("timings")) or timings
+                for choice in [c for c in listed(chunk.get("choices")) if isinstance(c, dict)][:1]:
+                    delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+                    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else finish
+                    if isinstance(piece := sound(delta.get("reasoning_content")), str) and piece:
+                        reasoning, size = reasoning + piece, size + len(piece)
+                        show("reasoning", piece)
+                    if isinstance(piece := sound(delta.get("content")), str) and piece:
+                        text, size = text + piece, size + len(piece)
+                        show("content", piece)
+                        keep = stop(text)
+                    size += sum(add_piece(calls, part) for part in listed(delta.get("tool_calls")))
+                if size > most:
+                    raise BadReply(f"went past {most} characters (--reply-chars); the rest was not read")
+                if time.monotonic() > deadline:
+                    raise BadReply("took longer than one reply may (--reply-seconds); the rest was not read")
+                if keep is not None:  # the text worth keeping ends there; the rest is never generated
+                    break
+        except (ValueError, RecursionError) as error:  # no JSON or no UTF-8 (ValueErrors both), or nested too deep
+            raise BadReply(f"is no stream of chunks as the API describes ({printable(str(error))[:200]})") from None
+    if head is None:  # (a body that is no event stream at all, as a server that ignores "stream" sends)
+        raise BadReply("ended before its first chunk: it is no chat-completions stream")
+    if keep is not None:  # (a reply the server ended in that very chunk keeps its reason: it may be cut off)
+        text, finish = text[:keep], finish or "stop"
     if usage is None and "predicted_n" in timings:  # stopped before the usage chunk: llama-server's timings say it
-        prompt = timings.get("prompt_n", 0) + timings.get("cache_n", 0)
-        usage = {"prompt_tokens": prompt, "completion_tokens": timings["predicted_n"],
-                 "total_tokens": prompt + timings["predicted_n"],
-                 "prompt_tokens_details": {"cached_tokens": timings.get("cache_n", 0)}}
-    message = {"role": "assistant", "content": text, "tool_calls": calls or None, "reasoning_content": reasoning or None}
-    return ChatCompletion.model_validate({**extra, "id": getattr(first, "id", ""), "object": "chat.completion",
-                                          "created": getattr(first, "created", 0), "model": getattr(first, "model", ""),
-                                          "usage": usage, "choices": [
-                                              {"index": 0, "message": message, "finish_reason": finish or "stop"}]})
+        prompt, predicted = int(timings.get("prompt_n", 0) + timings.get("cache_n", 0)), int(timings["predicted_n"])
+        usage = {"prompt_tokens": prompt, "completion_tokens": predicted, "total_tokens": prompt + predicted,
+                 "prompt_tokens_details": {"cached_tokens": int(timings.get("cache_n", 0))}}
+    message = {"role": "assistant", "content": text, "tool_calls": numbered(calls) or None,
+               "reasoning_content": reasoning or None}
+    return ChatCompletion.model_validate({
+        **({"timings": timings} if timings else {}), **({"stopped_after_call": True} if keep is not None else {}),
+        "id": str(head.get("id") or ""), "object": "chat.completion", "model": str(head.get("model") or ""),
+        "created": head.get("created") if type(head.get("created")) is int else 0, "usage": usage,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish if finish in FINISH_REASONS else "stop"}]})
+
+
+def add_piece(calls: list, part) -> int:
+    """Add one streamed piece of a tool call to `calls`; returns how many characters it added.
+
+    A piece belongs to the call with its `index` (the last call, when it has none), unless it
+    brings an `id` other than that call's: then it opens a new call (a server that numbers every
+    call 0). Arguments sent as a JSON object rather than its text are written back as text."""
+    if not isinstance(part, dict):
+        return 0
+    function = part.get("function") if isinstance(part.get("function"), dict) else {}
+    index = part.get("index") if type(part.get("index")) is int else (calls[-1]["index"] if calls else 0)
+    given = sound(part.get("id")) if isinstance(part.get("id"), str) and part.get("id") else None
+    into = next((call for call in reversed(calls) if call["index"] == index), None)
+    if into is None or (given and into["id"] and given != into["id"]):
+        into = {"index": index, "id": None, "name": "", "arguments": ""}
+        calls.append(into)
+    name, arguments = function.get("name"), function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    name, arguments = sound(name) if isinstance(name, str) else "", sound(arguments) or ""
+    into["id"], into["name"] = into["id"] or given, into["name"] + name
+    into["arguments"] += arguments
+    return len(name) + len(arguments)
+
+
+def numbered(calls: list) -> list[dict]:
+    """The assembled calls as the API writes them, each with an id of its own (one made up where
+    the server sent none, or one it had used already), so each result is matched to one call."""
+    out, used = [], set()
+    for n, call in enumerate(calls):
+        call_id = call["id"] if call["id"] and call["id"] not in used else f"call_{n}"
+        while call_id in used:
+            call_id += "_"
+        used.add(call_id)
+        out.append({"id": call_id, "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]}})
+    return out
+
+
+LONE = re.compile("[\ud800-\udfff]")  # (JSON reads a proper pair as one character: what is left is alone)
+
+
+def sound(value):
+    """A string from the server with each lone surrogate ("\\ud800", which JSON allows and UTF-8
+    cannot encode) as U+FFFD: sent back in the history, it would make the next request unencodable."""
+    return LONE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
+def tokens(value) -> int | None:
+    """A count of tokens from the server, if it is one (a whole number above 0)."""
+    return value if type(value) is int and value > 0 else None
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def numbers(value) -> dict:
+    """The finite numbers in a dict (llama-server's `timings`); {} for anything else."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if type(v) in (int, float) and math.isfinite(v)}
+
+
+def counted(usage) -> dict | None:
+    """`usage` when it counts tokens in whole numbers, as the API says; else None (it is only shown)."""
+    if not isinstance(usage, dict) or {type(usage.get("prompt_tokens")), type(usage.get("completion_tokens"))} != {int}:
+        return None  # (a bool is no count either)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": cached} if type(cached) is int else None}
 
 
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
@@ -303,14 +449,22 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
     A parser error gets one corrective note and one retry; an overflow compacts the history and
     retries. `stop(text)` says how much of a streaming reply to keep once it holds a complete
     call, else None (the text-calls aid). `send(request, show, stop)` is the live endpoint, or a
-    transcript (--replay)."""
+    transcript (--replay).
+
+    `n_ctx` comes from llama-server's GET /props (check_endpoint), so it also says the server is
+    llama-server. Only then do requests carry its own fields (EXTRAS) and the replies'
+    reasoning_content: OpenAI answers HTTP 400 to a field it does not know, and DeepSeek to
+    reasoning_content in a message. Without the probe (--no-probe) the server is taken for another."""
+    llama = n_ctx is not None
+
     def ask(messages: list, stop=lambda text: None):
         retried = False
         while True:
-            request = dict(model=model, messages=messages,
+            request = dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                            **sampling, seed=totals["turns"] + 1,
-                           stream=True, stream_options={"include_usage": True}, timings_per_token=True)
+                           stream=True, stream_options={"include_usage": True},
+                           **({"timings_per_token": True} if llama else {}))
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
                 show_json("request", request)
@@ -344,6 +498,11 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
             return response
 
     return ask
+
+
+def without_reasoning(message: dict) -> dict:
+    """An assistant message as a server other than llama-server takes it back: no reasoning_content."""
+    return {k: v for k, v in message.items() if k != "reasoning_content"}
 
 
 def account(totals: dict, response: ChatCompletion, seconds: float) -> None:
@@ -413,15 +572,19 @@ def check_endpoint(base_url: str, api_key: str) -> int | None:
         tools_ok = props.get("chat_template_caps", {}).get("supports_tool_calls")
     except (openai.APIStatusError, ValueError, AttributeError):
         return None  # the server is there, but is not llama-server
+    except openai.APITimeoutError:
+        raise Stop(1, f"error: the model endpoint at {transcript.shown(base_url)} did not answer GET /props "
+                      "within 10 s (--no-probe skips it)") from None
     except openai.APIConnectionError as error:
         raise Stop(1, UNREACHABLE.format(url=transcript.shown(base_url), error=error.__cause__ or error)) from None
     if tools_ok is False:
         console.print("warning: the server's chat template does not support tool calls; calls "
                       "will arrive as text (recovered where possible)", style="yellow")
-    if isinstance(n_ctx, int) and n_ctx < 4 * MAX_REPLY_TOKENS:
+    n_ctx = tokens(n_ctx)
+    if n_ctx and n_ctx < 4 * MAX_REPLY_TOKENS:
         console.print(f"warning: the server's context is only {n_ctx} tokens; long runs will be "
                       "compacted (start llama-server with a larger -c)", style="yellow")
-    return n_ctx if isinstance(n_ctx, int) else None
+    return n_ctx
 
 
 # --- command line ---------------------------------------------------------------------------
@@ -431,7 +594,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = {**dotenv_values(".env"), **os.environ}
     parser = argparse.ArgumentParser(
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
-        epilog="aids (small-model helpers, on unless --plain; see aids.py):\n"
+        epilog=f"limits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run\n\n"
+               + "aids (small-model helpers, on unless --plain; see aids.py):\n"
                + "\n".join(f"  {name}" for name in aids.NAMES)
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -468,7 +632,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-probe", action="store_true", help="skip the start-up probe of the endpoint (GET /props)")
     parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
                         help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
-                             ".tooloop/<time>.jsonl in the workspace; 'off' for none)")
+                             ".tooloop/<time>-<random>.jsonl in the workspace, a new file each run; 'off' for none)")
     parser.add_argument("--show-request", action="store_true",
                         help="print each request body (with tool schemas) and raw response")
     parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
@@ -481,6 +645,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
                         help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
+    parser.add_argument("--reply-seconds", metavar="S", type=float,
+                        default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
+                        help="seconds one model reply may take in all, then exit 7 (env TOOLOOP_REPLY_SECONDS; "
+                             f"default {REPLY_SECONDS})")
+    parser.add_argument("--reply-chars", metavar="N", type=int, default=env.get("TOOLOOP_REPLY_CHARS") or REPLY_CHARS,
+                        help="characters one model reply may hold, then exit 7 (env TOOLOOP_REPLY_CHARS; "
+                             f"default {REPLY_CHARS})")
+    parser.add_argument("--max-write", metavar="BYTES", type=int, default=env.get("TOOLOOP_MAX_WRITE") or MAX_WRITE,
+                        help="bytes one write_file may write; a larger one is an error for the model "
+                             f"(env TOOLOOP_MAX_WRITE; default {MAX_WRITE})")
     parser.add_argument("--version", action="version", version=f"tooloop {__version__}")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
@@ -488,8 +662,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--attempts needs --check: the check is what chooses among the attempts")
     args.attempts = int(args.attempts or env.get("TOOLOOP_ATTEMPTS") or 3)
     args.runs = Path(env.get("TOOLOOP_RUNS") or "~/.cache/tooloop/runs").expanduser()
-    if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1 or args.attempts < 1:
-        parser.error("--max-turns, --timeout, --attempts and --check-rounds must be positive")
     if not (0 <= args.temperature <= 2 and 0 < args.top_p <= 1 and args.max_reply_tokens >= 1):
         parser.error("--temperature must be 0-2, --top-p above 0 and at most 1, --max-reply-tokens positive")
     if args.task_file or args.task == "-":  # the task from a file or stdin: one line and exit 2 if there is none
@@ -502,13 +674,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.exit(2, f"tooloop: error: cannot read the task from {source} ({error})\n")
         if not args.task:
             parser.exit(2, f"tooloop: error: the task from {'stdin' if source == '-' else source} is empty\n")
-    if not Path(args.workspace).is_dir():
-        parser.error(f"workspace {args.workspace!r} is not a folder")
     for name in ("replay", "render"):
         if getattr(args, name) and not Path(getattr(args, name)).is_file():
             parser.error(f"--{name}: no such file {getattr(args, name)!r}")
+        try:
+            events = transcript.checked(getattr(args, name)) if getattr(args, name) else []
+        except transcript.NotATranscript as error:
+            parser.error(f"--{name}: {getattr(args, name)} is not a tooloop transcript: {error}")
+        if name == "replay" and events:
+            as_recorded(parser, args, argv, events)
+    if min(args.max_turns, args.timeout, args.check_rounds, args.attempts, args.reply_seconds, args.reply_chars,
+           args.max_write) <= 0:
+        parser.error("--max-turns, --timeout, --check-rounds, --attempts, --reply-seconds, --reply-chars and "
+                     "--max-write must be positive")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"workspace {args.workspace!r} is not a folder")
+    if Path(args.workspace).resolve() == Path("/"):
+        parser.error("the workspace cannot be /: the tools would reach the whole machine")
+    if args.quiet and args.approval == "ask":  # the question would be hidden, its answer still read
+        parser.error("--quiet hides the questions of --approval ask: use one or the other")
     if not (args.task or args.replay or args.render):
         parser.error("give a task, or --replay FILE, or --render FILE")
+    # subtle: Python reads command-line bytes that are no text in the locale's encoding as lone
+    # surrogates, and what goes to the model must be UTF-8: refused here, not mid-run
+    for name, value in [("the task", args.task), ("--check", args.check), ("--model", args.model),
+                        *[("--file", path) for path in args.file]]:
+        if value and LONE.search(value):
+            parser.error(f"{name} holds bytes that are not text in this terminal's encoding")
     return args
 
 
@@ -539,19 +731,66 @@ def runs_folder(runs: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
 
 
+# The settings a replay takes from the recording's start event, each with its flag (plain: no aids).
+RECORDED = {"max_turns": "--max-turns", "approval": "--approval", "timeout": "--timeout",
+            "check_rounds": "--check-rounds", "attempts": "--attempts", "max_write": "--max-write", "plain": "--plain"}
+
+
+def as_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None,
+                events: list[dict]) -> None:
+    """Give a replay the recorded run's settings (RECORDED), so the tools meet the same cap, rules
+    and limits as when it was recorded. A flag on the command line that says otherwise is refused
+    (exit 2), and so is a recording with no reply or a setting of the wrong kind; a setting an
+    older transcript lacks keeps its value from the flags, the environment or the default."""
+    config = next(event["config"] for event in events if event["event"] == "start")
+    if not any(event["event"] == "response" for event in events):
+        parser.error(f"--replay: {args.replay} holds no model reply to replay")
+    aids_on = config.get("aids")
+    recorded = {key: config.get(key) for key in RECORDED}
+    recorded["plain"] = aids_on == [] if isinstance(aids_on, list) else None
+    # subtle: parsed again over a namespace that already holds every recorded setting (None), the
+    # parser fills in no default there: what is not None was given on the command line
+    given = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(RECORDED)))
+    for key, flag in RECORDED.items():
+        value, kind = recorded[key], type(getattr(args, key))
+        if value is None:
+            continue
+        if not isinstance(value, (int, float) if kind is float else kind) or isinstance(value, bool) != (kind is bool):
+            parser.error(f"--replay: the recording's {key} is {value!r}, which {flag} does not take")
+        if getattr(given, key) is not None and getattr(given, key) != value:
+            parser.error(f"--replay: the run was recorded with {flag} {value}, and a replay reproduces it: "
+                         f"leave {flag} out")
+        setattr(args, key, value)
+    if args.approval not in ("auto", "ask", "read-only"):
+        parser.error(f"--replay: the recording's approval is {args.approval!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line: tooloop's start, run and end (`session`). A Ctrl-C before the run began
+    (the sandbox probe, the --file reads) ends it as one during the run does: exit 130."""
+    try:
+        return session(argv)
+    except KeyboardInterrupt:
+        console.quiet = False
+        console.print("interrupted", style="bold yellow")
+        return 130
+
+
+def session(argv: list[str] | None = None) -> int:
+    """Read the command line, check what the run needs, run it, and say how it ended (the exit code)."""
     args = parse_args(argv)
     console.quiet = args.quiet
     if args.render:
-        return render(transcript.read(args.render))
-    recorded = transcript.read(args.replay) if args.replay else []
+        return render(transcript.checked(args.render))
+    recorded = transcript.checked(args.replay) if args.replay else []
     started = next((e for e in recorded if e["event"] == "start"), {"config": {}})  # a replay's settings
     task = args.task or started.get("task", "")
     check, files = args.check or started["config"].get("check"), args.file or started["config"].get("files", [])
     workspace = Path(args.workspace).resolve()
     secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
-                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets)
+                        sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets,
+                        max_write=args.max_write)
     if settings.sandbox and (args.approval != "read-only" or check) and (why := sandbox.probe()):
         console.print(f"error: shell commands cannot run here: no working sandbox ({printable(why)}). Fix: run "
                       "scripts/setup (installs bubblewrap), or pass --approval read-only, or "
@@ -565,9 +804,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         settings.named.add(inside(path, settings))
         files[i] = str(inside(path, settings).relative_to(workspace))
-    path = args.transcript or workspace / ".tooloop" / time.strftime("%Y%m%d-%H%M%S.jsonl")
+    path = args.transcript or transcript.fresh(workspace / ".tooloop")  # never one another run writes to
     try:
-        log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets)
+        log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets,
+                                                                                  exclusive=not args.transcript)
     except OSError as error:
         console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
@@ -581,10 +821,11 @@ def main(argv: list[str] | None = None) -> int:
             hook = lambda event, **data: (log(event, **data), compare(event, **data))  # noqa: E731
             n_ctx = next((e["config"].get("n_ctx") for e in recorded if e["event"] == "start"), None)
         else:
-            send, compare, hook = live(args.base_url, args.api_key), None, log
+            send, compare, hook = live(args.base_url, args.api_key, args.reply_seconds, args.reply_chars), None, log
             n_ctx = None if args.no_probe else check_endpoint(args.base_url, args.api_key)
         log("start", task=task, config={"base_url": transcript.shown(args.base_url), "model": args.model,
                                         "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
+                                        "timeout": args.timeout, "max_write": args.max_write,
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "attempts": tries, "files": files,

@@ -40,5 +40,8 @@ SERVER_PARSE_ERROR = ("The server could not read your last reply as a tool call 
 # Sent when a reply was cut off at the token limit (nothing in it runs: never half a call).
 CUT_OFF = "Error: your reply was cut off at the token limit, so nothing in it was run. Reply again, shorter."
 
+# The result of each call past the first MAX_CALLS of one reply (agent.py): it did not run.
+TOO_MANY_CALLS = "Error: not run: one reply may make at most {most} tool calls. Make the rest in your next replies."
+
 # Put in place of the middle of a tool result too large for the context (see agent.compact).
 SHORTENED = "\n[... {cut} characters cut here to fit the model's context ...]\n"

@@ -112,7 +112,8 @@ def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int
     usage = body.get("usage") or {}
     prompt, completion = usage.get("prompt_tokens", "?"), usage.get("completion_tokens", "?")
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    speed = (body.get("timings") or {}).get("predicted_per_second")
+    speed = body["timings"].get("predicted_per_second") if isinstance(body.get("timings"), dict) else None
+    speed = speed if type(speed) in (int, float) else None
     parts = [f"turn {turn}/{max_turns}", f"context {prompt}/{n_ctx or '?'}",
              *([f"cached {cached}", f"new {prompt - cached}"] if cached is not None and prompt != "?" else []),
              f"out {completion}" + (f" at {speed:.0f} tok/s" if speed else ""), f"{seconds:.1f} s"]

@@ -36,6 +36,7 @@ import sandbox
 
 READ_CAP = 6_000  # bytes of a file handed to the model in one read: 1,500-3,500 tokens that every later request carries
 OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
+MAX_WRITE = 1_000_000  # bytes one write_file may write: every later request and the transcript carry them
 
 # What goes over the wire, exactly. Descriptions are short: every request pays for them.
 TOOLS = [
@@ -105,6 +106,7 @@ class Settings:
     named: set[Path] = field(default_factory=set)  # files the user named with --file
     removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
     original: Path | None = None  # the user's workspace, when `workspace` is an attempt's copy of it
+    max_write: int = MAX_WRITE  # bytes one write_file may write
 
 
 @dataclass
@@ -490,7 +492,7 @@ def parsed(arguments: str) -> dict:
     """A call's arguments as a dict; {} when they are no JSON object (the call then fails)."""
     try:
         value = json.loads(arguments)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):  # (nested deeper than Python recurses)
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -504,6 +506,8 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
         args = json.loads(arguments or "{}")
     except (json.JSONDecodeError, TypeError) as problem:
         return error(f"the arguments are not valid JSON ({problem})")
+    except RecursionError:
+        return error("the arguments are nested too deeply to read")
     if not isinstance(args, dict):
         return error("the arguments must be a JSON object")
     # some models send every parameter, null for those they leave out: a null is an argument not given
@@ -511,6 +515,9 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
     problem = validate(name, args)
     if problem:
         return error(problem)
+    if name == "write_file" and (size := len(args["content"].encode(errors="surrogatepass"))) > settings.max_write:
+        return error(f"the content is {size} bytes; one write_file may write at most {settings.max_write}: "
+                     "write a smaller file, or make large data with a command")
     try:
         refusal = permission(name, args, settings)
         result = error(f"permission denied: {refusal}") if refusal else IMPLEMENTATIONS[name](**args, settings=settings)

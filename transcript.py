@@ -12,6 +12,9 @@ A run's events, in order:
     {"event": "response", "turn": 1, "body": {...}, "seconds": ...}    exactly what came back
     {"event": "tool", "turn": 1, "id": ..., "name": ..., "arguments": ..., "result": ...}
     {"event": "note", "kind": "recovered" | "compacted" | ..., "text": ...}
+    {"event": "note", "kind": "attempt", "n": 2, "workspace": ...}     with --check: an attempt begins
+    {"event": "changes", "landed": [...], "refused": [...], "where": ...}   the change set that
+        landed on the workspace (each change's path, kind and line counts), what did not, and why
     {"event": "removed", "removed": [...]}                             what the harness removed
         after commands (files planted for host tools, setuid bits), when there was any
     {"event": "end", "exit_code": 0, "answer": ..., "totals": {...}}
@@ -49,8 +52,19 @@ def printable(text: str) -> str:
     return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
-def writer(path: Path, secrets: list[str]):
-    """A log(event, **data) function appending to `path`; log.close() ends it."""
+# What str.splitlines() takes for a line break and JSON leaves as it is (it escapes all below U+0020)
+BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def fresh(folder: Path) -> Path:
+    """A new transcript's name in `folder`: the time and a random part, so two runs started in
+    the same second get two files (and writer(..., exclusive=True) refuses a name taken anyway)."""
+    return folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.jsonl"
+
+
+def writer(path: Path, secrets: list[str], exclusive: bool = False):
+    """A log(event, **data) function appending to `path` (creating it; with `exclusive`, only a
+    new file: never one another run writes to); log.close() ends it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # subtle: the shell may have planted .tooloop (or names in it) as symlinks to host files in an
     # earlier run; never write through a link
@@ -65,11 +79,15 @@ def writer(path: Path, secrets: list[str]):
             pass
     # O_NONBLOCK: opening a FIFO planted under the name must not hang the run (it is refused just
     # below; on a regular file the flag changes nothing)
-    fd = os.open(path, nofollow | os.O_APPEND | os.O_NONBLOCK, 0o644)
+    fd = os.open(path, nofollow | os.O_APPEND | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0), 0o644)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(f"{path} is not a regular file")
-    file = os.fdopen(fd, "a", encoding="utf-8")
+    # subtle: text may hold a lone surrogate ("\ud800": bytes read from a transcript, a path or the
+    # environment that are no UTF-8), which UTF-8 cannot encode. In the JSON below one can only
+    # stand inside a string, where backslashreplace writes it as the very escape JSON reads back:
+    # the line stays valid and read() returns the text as it was.
+    file = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
 
     previous = []  # the messages of the last request logged
 
@@ -81,6 +99,7 @@ def writer(path: Path, secrets: list[str]):
                 data = {**data, "body": {**data["body"], "messages": messages[len(previous):]}, "after": len(previous)}
             previous = list(messages)
         line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)
+        line = BREAKS.sub(lambda m: f"\\u{ord(m[0]):04x}", line)  # one event, one line, whoever splits them
         for secret in secrets:
             line = line.replace(secret, "[redacted]")
         file.write(line + "\n")
@@ -108,19 +127,74 @@ def secrets(api_key: str, base_url: str) -> list[str]:
     return [s for s in (api_key, parts.netloc.rpartition("@")[0], parts.password) if s and len(s) >= 6]
 
 
+# What each kind of event must hold, and of which type, for render and replay to use it.
+FIELDS = {"start": {"task": str, "config": dict}, "request": {"turn": int, "body": dict},
+          "response": {"turn": int, "body": dict, "seconds": (int, float)},
+          "tool": {"name": str, "arguments": str, "result": str},
+          "check": {"command": str, "result": str, "passed": bool}, "note": {"kind": str, "text": str},
+          "removed": {"removed": list}, "changes": {"landed": list, "refused": list, "where": str},
+          "end": {"exit_code": int, "answer": str}}
+
+
+class NotATranscript(ValueError):
+    """The file is not a tooloop transcript (or not a whole one): says which line, and why."""
+
+
 def read(path: Path) -> list[dict]:
-    """The events of a transcript; a last line cut short by a crash is skipped."""
+    """The events of a transcript, as written; a line that is no JSON object (one cut short by a
+    crash) is skipped. Nothing else is checked: checked() is for files a user names."""
     events, messages = [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in Path(path).read_text(encoding="utf-8").split("\n"):  # (not splitlines: U+2028 is no line break here)
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if event.get("event") == "request":
-            messages = messages[:event.pop("after", 0)] + event["body"]["messages"]
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "request" and isinstance(event.get("body"), dict):
+            after = event.pop("after", 0)
+            messages = messages[:after if type(after) is int else 0] + listed(event["body"].get("messages"))
             event["body"]["messages"] = messages
         events.append(event)
     return events
+
+
+def checked(path: Path) -> list[dict]:
+    """The events of a transcript a user named (--render, --replay), each with what its kind needs
+    (FIELDS) and each response as a chat completion, or NotATranscript saying why the file is none:
+    which line, or that it has no start event."""
+    try:
+        events = read(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotATranscript(f"cannot be read ({error})") from None
+    for n, event in enumerate(events, 1):
+        if problem := malformed(event):
+            raise NotATranscript(f"event {n} is no tooloop event: {problem}")
+        if event["event"] == "response":  # as the model's reply reads it: what render and replay rely on
+            event["body"] = ChatCompletion.model_validate(event["body"]).model_dump(exclude_none=True)
+    if not any(event["event"] == "start" for event in events):
+        raise NotATranscript("it has no start event (an empty file, or not a tooloop transcript)")
+    return events
+
+
+def malformed(event) -> str | None:
+    """What is wrong with one parsed line as an event of a transcript (FIELDS), or None."""
+    if event.get("event") not in FIELDS:
+        return "not an object with a known \"event\""
+    wrong = [key for key, kind in FIELDS[event["event"]].items() if not isinstance(event.get(key), kind)]
+    if wrong:
+        return f"a {event['event']} event without a proper {', '.join(wrong)}"
+    if event["event"] == "response":
+        try:
+            if not ChatCompletion.model_validate(event["body"]).choices:
+                return "a response without a choice"
+        except ValueError:
+            return "a response that is no chat completion"
+    return None
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def replayer(events: list[dict]):

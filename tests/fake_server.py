@@ -9,6 +9,8 @@ agent did and exactly what it sent. A reply is one of:
     Status(500, {...})                     an HTTP error with that JSON body, sent before any
                                            streaming, whatever the request asked for
     Midstream({"message": "..."})          a stream that begins, then breaks off with an error
+    Raw(sse(chunk(...), b"data: {not"))   a stream sent byte for byte as given: malformed lines,
+                                           bad bytes, chunks no server should send, no [DONE]
     a function of the request body         returns any of the above (for dynamic scripts)
 
 A request with `"stream": true` gets the reply as llama-server streams it: Server-Sent Events,
@@ -28,6 +30,9 @@ then, when stream_options.include_usage is set, a chunk with "choices": [] and t
 `"timings_per_token": true` every chunk also carries llama-server's `timings`. `streams` records,
 per streamed reply, how many events went out and whether the client hung up first.
 
+With `strict` set, the server is as strict as OpenAI's API: a request field it does not know is
+HTTP 400, and (as DeepSeek's) so is `reasoning_content` in a message sent to it.
+
 Left out: any real tokenizer (token counts are rough: 4 characters a token; in `timings` a
 streamed piece counts as one predicted token), keep-alive while streaming (closing the
 connection ends each stream), streaming fields of a message other than content,
@@ -40,6 +45,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from typing import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _ids = itertools.count(1)
@@ -57,6 +63,33 @@ class Midstream:
     `data: {"error": body}` and no [DONE] (the openai client raises openai.APIError on it)."""
     body: dict
     after: int = 2
+
+
+@dataclass
+class Raw:
+    """A streamed reply sent exactly as `parts` say: each part written and flushed on its own, so
+    a test picks the chunk boundaries, `delay` seconds apart. An endless iterable streams until the
+    client hangs up."""
+    parts: Iterable[bytes]
+    delay: float = 0.0
+
+
+def sse(*events) -> list[bytes]:
+    """Events for Raw: a dict as the line `data: <its JSON>` (a blank line after), a str the same
+    way as it is, bytes exactly as they are."""
+    return [e if isinstance(e, bytes) else f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode()
+            for e in events]
+
+
+def chunk(delta: dict | None = None, finish_reason: str | None = None, **fields) -> dict:
+    """One chat.completion.chunk with one choice; `fields` add to it or replace its own."""
+    return {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}], **fields}
+
+
+# What OpenAI's chat completions take (those a test may send); in strict mode anything else is HTTP 400.
+KNOWN = {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
+         "temperature", "top_p", "seed", "stream", "stream_options", "stop", "n", "response_format", "user"}
 
 
 def call(name: str, arguments: dict | str | None = None, **kwargs) -> dict:
@@ -103,11 +136,13 @@ def deltas(message: dict, size: int) -> list[dict]:
 class FakeServer:
     piece = 8  # characters of text per streamed chunk
     delay = 0.0  # seconds between streamed chunks
+    strict = False  # answer HTTP 400 to fields OpenAI does not know, and to reasoning_content in a message
 
     def __init__(self):
         self.script: list = []
         self.requests: list[dict] = []
-        self.streams: list[dict] = []  # per streamed reply: {"chunks": sent, "total": planned, "hung_up": bool}
+        # per streamed reply: {"chunks": sent, "total": planned (None: an endless Raw), "hung_up": bool}
+        self.streams: list[dict] = []
         self.gets: list[str] = []  # paths of GET requests (the agent's start-up check)
         self.extra_routes: dict[str, tuple[int, dict]] = {}  # GET path -> (status, JSON body)
         server = self
@@ -127,11 +162,18 @@ class FakeServer:
             def do_POST(self):
                 request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(request)
+                if server.strict and (unknown := server._unknown(request)):
+                    return self._send(400, {"error": {"message": f"Unrecognized request argument supplied: {unknown}",
+                                                      "type": "invalid_request_error", "param": unknown, "code": None}})
                 step = server._next(request)
-                if isinstance(step, Status):
+                if isinstance(step, Raw):
+                    self._stream(step.parts, step.delay)
+                elif isinstance(step, Status):
                     self._send(step.code, step.body)
                 elif request.get("stream"):
-                    self._stream(server._events(request, step))
+                    events = server._events(request, step)
+                    self._stream([f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events],
+                                 server.delay)
                 elif isinstance(step, Midstream):
                     self._send(500, {"error": step.body})
                 else:
@@ -145,25 +187,24 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, events: list):
-                """Write each event as `data: ...` and flush it, until done or the client hangs up.
-                With no Content-Length, the closed connection is what ends the body."""
+            def _stream(self, events: Iterable[bytes], delay: float):
+                """Write each event and flush it, until done or the client hangs up. With no
+                Content-Length, the closed connection is what ends the body."""
                 self.close_connection = True
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                record = {"chunks": 0, "total": len(events), "hung_up": False}
+                record = {"chunks": 0, "total": len(events) if isinstance(events, list) else None, "hung_up": False}
                 server.streams.append(record)
                 for i, event in enumerate(events):
-                    if i and server.delay:
-                        time.sleep(server.delay)
-                    data = event if isinstance(event, str) else json.dumps(event)
+                    if i and delay:
+                        time.sleep(delay)
                     # subtle: counted before the write, so that once the client has read [DONE]
                     # the record is already complete; taken back if the write fails.
                     record["chunks"] += 1
                     try:
-                        self.wfile.write(f"data: {data}\n\n".encode())
+                        self.wfile.write(event)
                         self.wfile.flush()
                     except (BrokenPipeError, ConnectionResetError):
                         record["chunks"] -= 1
@@ -179,6 +220,13 @@ class FakeServer:
             return Status(500, {"error": {"message": "fake server: the script is exhausted", "type": "test"}})
         step = self.script.pop(0)
         return step(request) if callable(step) else step
+
+    def _unknown(self, request: dict) -> str | None:
+        """The first field a strict server refuses: one it does not know, or a message's reasoning_content."""
+        fields = [k for k in request if k not in KNOWN]
+        fields += [f"messages[{i}].reasoning_content" for i, m in enumerate(request.get("messages", []))
+                   if "reasoning_content" in m]
+        return fields[0] if fields else None
 
     def _usage(self, request: dict, message: dict) -> dict:
         prompt = prompt_tokens(request)

@@ -20,7 +20,7 @@ import agent
 import aids
 import prompts
 import tools
-from fake_server import Status, answer, call, reply
+from fake_server import Raw, Status, answer, call, chunk, reply, sse
 
 
 AGENT = [sys.executable, str(tools.Path(agent.__file__))]
@@ -556,6 +556,8 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
         return run_agent(answer(" \n"), flags=["--plain"])[:2]
     if code == 6:  # the model says done in each of two attempts; the user's check fails both times
         return run_agent(answer("done"), answer("done"), flags=["--check", "exit 1", "--attempts", "2"])[:2]
+    if code == 7:  # a stream line that is no JSON
+        return run_agent(Raw(sse(chunk({"content": "Hel"}), "{not json")))[:2]
     raise AssertionError(code)
 
 
@@ -569,7 +571,7 @@ def test_every_exit_code_is_reachable(run_agent, workspace, code):
 
 
 def test_the_exit_codes_are_the_documented_set_and_listed_in_help():
-    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 130}
+    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 7, 130}
     assert "test_ctrl_c_stops_the_command_and_exits_130" in globals()  # 130 is reached there
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
     for code in agent.EXIT_CODES:

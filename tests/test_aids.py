@@ -221,12 +221,15 @@ def test_a_command_shown_after_a_write_is_run_and_shown_again_is_a_quote(run_age
     assert len(fake.requests) == 3
 
 
-def test_a_whole_call_written_as_text_before_the_cut_runs(run_agent, fake, workspace):
+def test_a_whole_call_written_as_text_before_the_cut_does_not_run(run_agent, fake, workspace):
+    # the core's rule holds for recovered calls too: nothing in a reply cut off at the token limit runs
     rambling = FENCED + "\n\nNext I will call" + " and then" * 50
     code, _, err = run_agent(reply(content=rambling, finish_reason="length"), reply(call("run_shell", command="true")),
                              answer("ok"))
-    assert code == 0 and (workspace / "a.py").read_text() == "print(1)\n"
+    assert code == 0 and not (workspace / "a.py").exists()
     assert "recovered 1 tool call(s)" in err
+    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": fake.requests[1]["messages"][-2][
+        "tool_calls"][0]["id"], "content": prompts.CUT_OFF}
 
 
 def test_a_text_reply_cut_off_is_not_taken_as_the_answer(run_agent, fake, workspace):

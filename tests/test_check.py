@@ -51,10 +51,11 @@ def test_a_failing_check_sends_its_output_back_and_the_run_goes_on(run_agent, fa
     (workspace / "n.txt").write_text("1\n")
     code, out, _ = run_agent(reply(call("read_file", path="n.txt")),
                              answer("Done, the tests pass."),  # a false claim: nothing was written
+                             reply(call("read_file", path="n.txt")),  # read again: the first read was discarded
                              reply(call("write_file", path="n.txt", content="2\n")), answer("Now it is 2."),
                              flags=["--check", "cat n.txt; test $(cat n.txt) = 2"])
     assert code == 0 and out == "Now it is 2.\n"
-    assert len(fake.requests) == 4  # the false claim did not end the run: the check sent the model back
+    assert len(fake.requests) == 5  # the false claim did not end the run: the check sent the model back
     # the conversation starts again: the task and the check's failure, without the false claim
     assert [m["role"] for m in fake.requests[2]["messages"]] == ["system", "user"]
     failed = user_messages(fake.requests[2])[-1]

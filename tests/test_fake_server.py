@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from fake_server import Midstream, Status, answer, call, reply
+from fake_server import Midstream, Raw, Status, answer, call, reply, sse
 
 
 @pytest.fixture
@@ -134,3 +134,25 @@ def test_a_status_step_is_a_plain_error_response_even_to_a_streaming_request(cli
     with pytest.raises(openai.APIStatusError, match="loading model") as raised:
         ask(client)
     assert raised.value.status_code == 503 and fake.streams == []
+
+
+def test_a_raw_step_sends_its_bytes_exactly_at_its_boundaries(client, fake):
+    parts = sse({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}, "[DONE]")
+    fake.script = [Raw([parts[0][:7], parts[0][7:], parts[1]])]  # a chunk cut in two
+    assert [c.choices[0].delta.content for c in ask(client)] == ["Hi"]
+    assert fake.streams[-1] == {"chunks": 3, "total": 3, "hung_up": False}
+    fake.script = [Raw([b"data: {not json\n\n"])]
+    with pytest.raises(ValueError):  # the client itself does not read it (agent.assemble says so: exit 7)
+        list(ask(client))
+
+
+def test_strict_mode_refuses_fields_openai_does_not_know(client, fake):
+    fake.strict = True
+    fake.script = [answer("ok"), answer("ok")]
+    with pytest.raises(openai.BadRequestError, match="Unrecognized request argument supplied: timings_per_token"):
+        ask(client, extra_body={"timings_per_token": True})
+    with pytest.raises(openai.BadRequestError, match=r"messages\[0\].reasoning_content"):
+        client.chat.completions.create(model="m", messages=[{"role": "assistant", "content": "a",
+                                                             "reasoning_content": "b"}])
+    assert ask(client, stream=False).choices[0].message.content == "ok"  # the script was not used up

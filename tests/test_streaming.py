@@ -14,6 +14,7 @@ from fake_server import Midstream, answer
 
 
 CALL = '```json\n{"name": "run_shell", "arguments": {"command": "echo hi"}}\n```'
+LLAMA_PROPS = {"default_generation_settings": {"n_ctx": 8192}, "chat_template_caps": {"supports_tool_calls": True}}
 EXPLANATION = "\n\n### Explanation\n" + "This command prints hi, which shows the shell works. " * 40
 
 
@@ -113,6 +114,7 @@ def test_a_file_written_as_a_block_does_not_stop_the_reply(run_agent, fake, work
 
 def test_a_stopped_reply_still_counts_its_tokens_from_the_timings(run_agent, fake):
     fake.delay = 0.01
+    fake.extra_routes["/props"] = (200, LLAMA_PROPS)  # llama-server: asked for its timings
     code, _, err = run_agent(answer(CALL + EXPLANATION), answer("ok"))
     assert code == 0 and fake.streams[0]["hung_up"]  # so no usage chunk came
     turn_one = next(line for line in err.splitlines() if line.startswith("turn 1/"))
