@@ -984,8 +984,8 @@ def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fak
 
 
 def secret_refused(path: str) -> str:
-    return (f"Error: permission denied: {path!r} may hold secrets (.env, .env.* and .envrc files do), so read_file "
-            "does not read it; ask the user for any value you need")
+    return (f"Error: permission denied: {path!r} may hold secrets (.env files, .envrc and credential files such as "
+            ".netrc, .npmrc or .aws/ do), so read_file does not read it; ask the user for any value you need")
 
 
 @needs_bwrap

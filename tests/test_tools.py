@@ -38,13 +38,13 @@ def test_kind(name, expected):
 def test_hooks_folder_reads_the_config_as_text(tmp_path, config, expected):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text(config)
-    assert protect.hooks_folder(tmp_path.resolve()) == expected
+    assert protect.hooks_folders(tmp_path.resolve()) == ({expected} if expected else set())
 
 
 def test_hooks_folder_agrees_with_git(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "config", "core.hooksPath", "ci/Hooks"], check=True)
-    assert protect.hooks_folder(tmp_path.resolve()) == "ci/hooks"
+    assert protect.hooks_folders(tmp_path.resolve()) == {"ci/hooks"}
 
 
 @pytest.mark.parametrize("path, expected", [
