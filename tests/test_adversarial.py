@@ -1107,3 +1107,143 @@ def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, 
     ]
     assert made(workspace) == ["a", "b"]
     assert outside_changes() == []
+
+
+# --- what a run leaves behind, as an ordinary user -------------------------------------------
+
+TEST_USER = "tooloop-test"  # made with useradd if need be: a system user without a home or a shell
+
+
+@pytest.fixture(scope="module")
+def ordinary_user():
+    """(uid, gid) of an ordinary user to run the agent as: ourselves if we are not root, else a
+    system user made for the tests. Root passes every permission check, so a case about what an
+    ordinary user's permissions allow (a folder it may not list, another process's environment)
+    proves nothing as root."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid()
+    import pwd
+    missing = [tool for tool in ("useradd", "setpriv", "unshare") if not shutil.which(tool)]
+    if missing:
+        pytest.skip(f"running as root, and {', '.join(missing)} is missing to run as an ordinary user")
+    try:
+        entry = pwd.getpwnam(TEST_USER)
+    except KeyError:
+        made = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"cannot make the user {TEST_USER}: {made.stderr.strip()}")
+        entry = pwd.getpwnam(TEST_USER)
+    return entry.pw_uid, entry.pw_gid
+
+
+@pytest.fixture
+def user_folder(ordinary_user):
+    """A folder of the ordinary user's, under /tmp, with an empty workspace `ws` in it."""
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="tooloop-user-"))
+    (base / "ws").mkdir()
+    for path in (base, base / "ws"):
+        os.chmod(path, 0o755)
+        os.chown(path, *ordinary_user)
+    yield base
+    subprocess.run(["chmod", "-R", "u+rwx", str(base)], capture_output=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(ids: tuple[int, int], argv: list[str], stage: Path) -> list[str]:
+    """`argv` run as the user `ids`, from root. The checkout and the Python running the tests may
+    sit under a folder that user may not enter (/root): then, in a mount namespace of its own,
+    an open tmpfs covers that folder and only they are bound back at their own paths."""
+    if os.geteuid() != 0:
+        return argv
+    wanted = {os.path.realpath(p) for p in (AGENT.parent, sys.prefix, sys.base_prefix,
+                                            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
+    wanted = sorted(p for p in wanted if not any(p != q and Path(p).is_relative_to(q) for q in wanted))
+    closed = {}  # the topmost folder the user may not enter, for each wanted path under one
+    for path in map(Path, wanted):
+        for folder in [*reversed(path.parents), path]:
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                closed.setdefault(folder, []).append(path)
+                break
+    lines = ["set -e", "mount --make-rprivate /"]
+    for n, (folder, paths) in enumerate(closed.items()):
+        for m, path in enumerate(paths):
+            lines += [f"mkdir -p {stage}/{n}-{m}", f"mount --bind {shlex.quote(str(path))} {stage}/{n}-{m}"]
+        lines.append(f"mount -t tmpfs -o mode=755 none {shlex.quote(str(folder))}")
+        for m, path in enumerate(paths):
+            lines += [f"mkdir -p {shlex.quote(str(path))}", f"mount --bind {stage}/{n}-{m} {shlex.quote(str(path))}"]
+    lines.append(f'exec setpriv --reuid={ids[0]} --regid={ids[1]} --clear-groups -- "$@"')
+    return ["unshare", "--mount", "--", "sh", "-c", "\n".join(lines), "sh", *argv]
+
+
+def run_as_user(fake, ordinary_user, base: Path, *script, flags=()) -> tuple[list[str], str]:
+    """`python agent.py` run by the ordinary user in base/ws against the fake server."""
+    fake.script = list(script)
+    env = {"PATH": os.environ["PATH"], "HOME": str(base), "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
+    argv = [sys.executable, str(AGENT), "--base-url", fake.url, "--workspace", str(base / "ws"),
+            "--transcript", "off", "--no-probe", *flags, "do the task"]
+    proc = subprocess.run(as_user(ordinary_user, argv, base / ".stage"), capture_output=True, text=True, encoding="utf-8",
+                          timeout=120, cwd=base, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert_no_secret(fake)
+    return tool_results(fake.requests[-1]), proc.stderr
+
+
+def test_without_the_sandbox_a_command_cannot_read_the_agents_environment(fake, user_folder, ordinary_user,
+                                                                         outside_changes):
+    """--unsafe-no-sandbox, run by an ordinary user: the command runs as that user, outside any
+    sandbox, with its own environment (sandbox.environment()); the agent is non-dumpable, so its
+    /proc/<pid>/environ (which holds the key it started with) and its memory are out of reach."""
+    commands = ["cat /proc/$PPID/environ; echo read", "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c API_KEY",
+                "env", "head -c 100 /proc/$PPID/mem; echo tried"]
+    results, _ = run_as_user(fake, ordinary_user, user_folder, *(reply(shell(c)) for c in commands), *done(),
+                             flags=["--unsafe-no-sandbox"])
+    assert len(results) == len(commands) and "--- stdout ---\nread\n" in results[0]
+    assert "Permission denied" in results[0] and "Permission denied" in results[3]
+    for result in results:
+        assert "OPENAI_API_KEY" not in result and "[redacted]" not in result
+    assert outside_changes() == []
+
+
+def host_git_status(folder: Path) -> None:
+    """The user's `git status` on the host, later (as root here: any repository counts as safe)."""
+    subprocess.run(["git", "-c", "safe.directory=*", "--no-optional-locks", "status"], cwd=folder,
+                   capture_output=True, timeout=60)
+
+
+@needs_bwrap
+def test_a_folder_the_clean_up_cannot_list_does_not_hide_a_planted_git(fake, user_folder, ordinary_user,
+                                                                      outside_changes):
+    """As an ordinary user, `chmod 311 d` (enter, but not list) hid d/.git, with core.fsmonitor set,
+    from the clean-up after the command, silently: the user's next `git status` in d ran it. The
+    folder is made readable again, looked at, and what was planted is removed; both are said."""
+    ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
+    plant = f"mkdir d && git init -q d && git -C d config core.fsmonitor 'touch {pwned}' && chmod 311 d && echo planted"
+    [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
+    assert result == ("exit code: 0\n--- stdout ---\nplanted\n\ntooloop removed what this command created where host "
+                      "tools would run it: d/.git/ (commands may not plant these); tooloop made d/ readable again "
+                      "to look inside")
+    assert "removed d/.git/, made by the command" in err and "made d/ readable again to look inside" in err
+    assert not os.path.lexists(ws / "d" / ".git")
+    host_git_status(ws / "d")
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fake, user_folder, ordinary_user,
+                                                                            outside_changes):
+    """As an ordinary user, a .git *file* pointing at a planted git folder, in a folder the command
+    then made read-only: the clean-up said "removed sub/.git" and could not remove it, so the
+    user's next `git status` in sub ran the planted config. Now it is removed."""
+    ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
+    plant = (f"git init -q --separate-git-dir=$PWD/planted sub && git -C sub config core.fsmonitor 'touch {pwned}' "
+             "&& chmod 555 sub && cat sub/.git")
+    [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
+    assert result == (f"exit code: 0\n--- stdout ---\ngitdir: {ws}/planted\n\ntooloop removed what this command "
+                      "created where host tools would run it: sub/.git (commands may not plant these)")
+    assert not os.path.lexists(ws / "sub" / ".git")
+    host_git_status(ws / "sub")
+    assert not pwned.exists()
+    assert outside_changes() == []
