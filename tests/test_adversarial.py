@@ -1247,3 +1247,99 @@ def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fak
     host_git_status(ws / "sub")
     assert not pwned.exists()
     assert outside_changes() == []
+
+
+# --- the workspace must be a project folder --------------------------------------------------
+
+def not_a_project(err: str, folder: Path, why: str) -> bool:
+    return f"error: {folder} is not a project folder: {why}. Run tooloop in the project's own folder" in err
+
+
+def test_the_home_folder_is_refused_before_any_model_call(run_agent, fake, workspace, outside_changes, monkeypatch):
+    """Started from ~ (the workspace is $HOME), a run could leave ~/.gitconfig, ~/.local/bin/ls, a .pth
+    in ~/.local/lib: all of the user's session runs them. Refused at start-up, exit 2."""
+    monkeypatch.setenv("HOME", str(workspace))
+    code, _, err = run_agent(reply(call("write_file", path="ls.py", content="x\n")), *done())
+    assert code == 2 and fake.requests == []
+    assert not_a_project(" ".join(err.split()), workspace, f"it is your home folder ({workspace})")
+    assert made(workspace) == []
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_tooloops_own_clone_is_refused_as_the_workspace(fake, tmp_path_factory, outside_changes):
+    """Run from a clone as the README says, with the clone as the workspace, a command appended to
+    sandbox.py, and the next run had no sandbox. Refused at start-up; the clone is unchanged."""
+    clone = tmp_path_factory.mktemp("clone")
+    for source in AGENT.parent.glob("*.py"):
+        shutil.copy(source, clone / source.name)
+    before = (clone / "sandbox.py").read_text()
+    fake.script = [reply(shell("echo 'def wrap(c, w): return [\"/bin/sh\", \"-c\", c]' >> sandbox.py")), *done()]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "agent.py", "--base-url", fake.url, "--no-probe", "--transcript", "off",
+                           "improve the code"], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and fake.requests == []
+    assert not_a_project(" ".join(proc.stderr.split()), clone.resolve(),
+                         f"it holds tooloop's own code ({clone.resolve()}): a run could change the agent that confines it")
+    assert (clone / "sandbox.py").read_text() == before
+    assert outside_changes() == []
+
+
+def test_a_workspace_holding_the_python_that_runs_tooloop_is_refused(fake, workspace, outside_changes):
+    """A venv inside the workspace runs tooloop: write_file could put a .pth in its site-packages, which
+    runs at the next start of that Python. Refused at start-up."""
+    venv = workspace / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "tooloop-deps.pth").write_text(ours + "\n")  # so that this venv's python can run tooloop
+    fake.script = [reply(call("write_file", path=f"{Path(site).relative_to(workspace)}/x.pth", content="import os\n")),
+                   *done()]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": SECRET}
+    proc = subprocess.run([str(python), str(AGENT), "--base-url", fake.url, "--workspace", str(workspace),
+                           "--no-probe", "--transcript", "off", "go"], cwd=workspace.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and fake.requests == [], proc.stderr
+    assert not_a_project(" ".join(proc.stderr.split()), workspace, f"it holds the Python that runs tooloop ({venv})")
+    assert not Path(site, "x.pth").exists()
+    assert outside_changes() == []
+
+
+# --- credentials outside .env ----------------------------------------------------------------
+
+@needs_bwrap
+def test_credentials_outside_dotenv_reach_neither_the_model_nor_the_transcript(run_agent, fake, workspace,
+                                                                              outside_changes):
+    """Known credential files (.netrc, .npmrc, .pypirc, cloud CLIs' folders) are treated like .env:
+    read_file refuses them, and in the sandbox they read as nothing. A URL with credentials (a git
+    remote's) is redacted from every tool result, so the token reaches neither the model nor the
+    transcript, whether read with read_file, cat or git."""
+    token = f"tok{os.getpid()}credential"
+    app = workspace / "app"  # a repo of its own: the fixture's .git is watched by outside_changes
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(["git", "-C", str(app), "remote", "add", "origin", f"https://bot:{token}@example.org/app.git"],
+                   check=True)
+    (app / ".netrc").write_text(f"machine example.org login bot password {token}\n")
+    (app / ".npmrc").write_text(f"//registry.example.org/:_authToken={token}\n")
+    (app / ".pypirc").write_text(f"[pypi]\npassword = {token}\n")
+    (app / ".aws").mkdir()
+    (app / ".aws" / "credentials").write_text(f"[default]\naws_secret_access_key = {token}\n")
+    (app / "deploy.md").write_text(f"push to https://{token}@example.org/app.git\n")
+    calls = [call("read_file", path=p) for p in (".netrc", ".npmrc", ".pypirc", ".aws/credentials")]
+    results = attack(run_agent, fake, *calls, shell("cat .netrc .npmrc .pypirc; ls -A .aws; echo listed"),
+                     call("read_file", path=".git/config"), shell("git remote -v; grep url .git/config"),
+                     call("read_file", path="deploy.md"), flags=["--workspace", str(app)])
+    assert results[:4] == [secret_refused(p) for p in (".netrc", ".npmrc", ".pypirc", ".aws/credentials")]
+    assert results[4] == ("exit code: 0\n--- stdout ---\nlisted\n\n--- stderr ---\ncat: .netrc: Permission denied\n"
+                          "cat: .npmrc: Permission denied\ncat: .pypirc: Permission denied\n")
+    assert "url = https://[redacted]@example.org/app.git" in results[5]
+    assert results[6] == ("exit code: 0\n--- stdout ---\norigin\thttps://[redacted]@example.org/app.git (fetch)\n"
+                          "origin\thttps://[redacted]@example.org/app.git (push)\n"
+                          "\turl = https://[redacted]@example.org/app.git\n")
+    assert results[7] == "push to https://[redacted]@example.org/app.git\n"
+    assert token not in json.dumps(fake.requests)
+    assert token not in (workspace.parent / "transcript.jsonl").read_text()
+    assert outside_changes() == []
