@@ -26,7 +26,9 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import openai
@@ -35,13 +37,14 @@ from openai.types.chat import ChatCompletion
 from rich.text import Text
 
 import aids
+import changes
 import prompts
 import protect
 import sandbox
 import transcript
 from transcript import printable
-from screen import (Streamed, asker, console, note, render, show_call, show_check, show_end, show_json, show_reply,
-                    show_result, show_usage)
+from screen import (Streamed, asker, console, note, render, show_call, show_changes, show_check, show_end, show_json,
+                    show_reply, show_result, show_usage)
 from tools import TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
 
 EXIT_CODES = {
@@ -51,7 +54,7 @@ EXIT_CODES = {
     3: "the turn cap was reached without a final answer",
     4: "the context is full even after compacting old tool results",
     5: "the model ended the run with an empty reply: no call and no answer (without --check)",
-    6: "the model answered, but the check still failed after --check-rounds failed checks",
+    6: "with --check: no attempt's check passed; the workspace is as it was (the end says where the attempts are)",
     130: "interrupted (Ctrl-C)",
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
@@ -114,12 +117,48 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
 
 def run_check(command: str, settings: Settings, turn: int, log=lambda event, **data: None) -> Result:
     """Run the user's check as run_shell runs a command: in the sandbox, with its time limit (a
-    check that hangs is killed and fails). The model never proposed it, so no permission asks."""
+    check that hangs is killed and fails), on a copy of the attempt where the files the check's
+    runner trusts are as they were before the run (changes.for_check), so the model cannot pass
+    it by changing the tests. The model never proposed it, so no permission asks."""
+    if settings.original:
+        view, restored = changes.for_check(settings.original, settings.workspace, checked(settings.workspace), command)
+        settings = replace(settings, workspace=view)
+        if restored:
+            note("check_view", "the check sees these as they were before the run (the check trusts them): "
+                 + ", ".join(restored), log)
     result = run_shell(command, settings=settings)
     result = Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
     show_check(command, result.text, result.ok)
     log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text)
     return result
+
+
+def checked(attempt: Path) -> Path:
+    """Where the copy that an attempt's check runs on lives: beside the attempt."""
+    return attempt.with_name(attempt.name + ".check")
+
+
+def attempts(task: str, ask, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
+             tries: int, folder: Path, log=lambda event, **data: None) -> tuple[int, str, Path]:
+    """Independent attempts, the check choosing: each is the loop from the task alone (a fresh
+    conversation) in its own fresh copy of the workspace as it was before the run, and the first
+    whose check passes wins. Returns (exit code, answer, the copy whose changes may land).
+
+    Failure answered: the same reply again after a note. Shown its own wrong file and the
+    failure, a small model writes the same file again; an independent sample is often right
+    where the first was wrong, and the check can tell which. `hooks(settings)` makes the aids
+    for one attempt."""
+    for n in range(1, tries + 1):
+        copy = changes.copy(settings.workspace, folder / f"attempt-{n}")
+        here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), written=set(),
+                       named={copy / path.relative_to(settings.workspace) for path in settings.named})
+        if check:
+            note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
+                 log, n=n, workspace=str(copy))
+        code, answer = run(task, ask, here, max_turns, hooks(here), check, rounds, log)
+        if not check or code == 0:
+            return code, answer, checked(copy) if check else copy
+    return 6, answer, folder
 
 
 def check_failed(command: str, result: Result, settings: Settings) -> str:
@@ -411,8 +450,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--check", metavar="CMD", default=env.get("TOOLOOP_CHECK") or None,
                         help="your definition of done: a shell command run (sandboxed) each time the model answers; "
                              "its failure goes back to the model (env TOOLOOP_CHECK)")
-    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "2",
-                        help="end with exit 6 at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 2)")
+    parser.add_argument("--attempts", metavar="N", type=int, default=None,
+                        help="with --check: up to N independent attempts, each from the task alone in a fresh copy "
+                             "of the workspace; the first that passes the check lands (env TOOLOOP_ATTEMPTS; default 3)")
+    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "1",
+                        help="within one attempt: end it at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 1)")
     parser.add_argument("--file", metavar="PATH", action="append", default=[],
                         help="a file that comes with the task: its content is in the first message, and it "
                              "counts as read (repeatable)")
@@ -429,8 +471,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
-    if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1:
-        parser.error("--max-turns, --timeout and --check-rounds must be positive")
+    if args.attempts is not None and not args.check:
+        parser.error("--attempts needs --check: the check is what chooses among the attempts")
+    args.attempts = int(args.attempts or env.get("TOOLOOP_ATTEMPTS") or 3)
+    if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1 or args.attempts < 1:
+        parser.error("--max-turns, --timeout, --attempts and --check-rounds must be positive")
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace!r} is not a folder")
     for name in ("replay", "render"):
@@ -439,6 +484,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not (args.task or args.replay or args.render):
         parser.error("give a task, or --replay FILE, or --render FILE")
     return args
+
+
+def land(workspace: Path, source: Path, settings: Settings, code: int, check: str | None,
+         folder: Path) -> tuple[list, list[str], str]:
+    """Apply the run's change set to the user's workspace, if it may land: without a check, the one
+    attempt's, unless the run was interrupted (or crashed: the code is still 130); with one, only
+    the passing attempt's, as its check saw it. Returns (changes applied, why others were not, a
+    line that says where the attempts' files are)."""
+    if code == 130 or (check and code != 0) or not source.is_dir():
+        what = "no attempt passed the check" if code != 130 else "the run was interrupted"
+        return [], [], f"{what}: the workspace is as it was; the attempts' files are in {folder}"
+    try:
+        landed, refused = changes.apply(changes.diff(workspace, source), source, workspace,
+                                        {str(path.relative_to(workspace)) for path in settings.named})
+    except OSError as error:
+        return [], [f"error: cannot apply the changes ({error})"], f"the run's files are in {source}"
+    chosen = f"{source.name.removesuffix('.check').replace('-', ' ')} passed the check; " if check else ""
+    return landed, refused, f"{chosen}the run's files are kept in {folder}"
+
+
+def runs_folder() -> Path:
+    """A new folder for this run's attempts, under TOOLOOP_RUNS (default ~/.cache/tooloop/runs)."""
+    runs = Path(os.environ.get("TOOLOOP_RUNS") or Path.home() / ".cache" / "tooloop" / "runs")
+    runs.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -480,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
     totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-    code, answer = 130, ""
+    tries, folder = (args.attempts if check else 1), runs_folder()
+    code, answer, source = 130, "", folder / "attempt-1"  # without a check, the one attempt lands however it ends
     console.print(Text(printable(task)), style="bold magenta")
     try:
         if recorded:
@@ -494,10 +565,12 @@ def main(argv: list[str] | None = None) -> int:
                                         "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
-                                        "check_rounds": args.check_rounds, "files": files, "replay": args.replay})
+                                        "check_rounds": args.check_rounds, "attempts": tries, "files": files,
+                                        "replay": args.replay})
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
-        hooks = aids.Hooks() if args.plain else aids.text_calls(settings, hook)
-        code, answer = run(task, ask, settings, args.max_turns, hooks, check, args.check_rounds, hook)
+        hooks = (lambda here: aids.Hooks()) if args.plain else (lambda here: aids.text_calls(here, hook))
+        code, answer, source = attempts(task, ask, settings, args.max_turns, hooks, check, args.check_rounds,
+                                        tries, folder, hook)
     except Stop as stop:
         code, message = stop.args
         console.quiet = False
@@ -509,6 +582,9 @@ def main(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
     finally:
+        landed, refused, where = land(workspace, source, settings, code, check, folder)
+        landed = [vars(change) for change in landed]
+        log("changes", landed=landed, refused=refused, where=where)
         if settings.removed:
             log("removed", removed=settings.removed)
         log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"))
@@ -516,6 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in compare.divergences:
             console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
         console.print(f"replay: {len(compare.divergences)} divergence(s) from the recording", style="bold")
+    show_changes(landed, refused, where)
     show_end(code, answer, EXIT_CODES.get(code, "?"))
     if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False

@@ -109,6 +109,21 @@ def show_usage(turn: int, max_turns: int, body: dict, seconds: float, n_ctx: int
     console.print(" · ".join(parts), style="dim")
 
 
+def show_changes(landed: list[dict], refused: list[str], where: str) -> None:
+    """What the run changed in the workspace, like `git diff --stat`; what was not applied, and why."""
+    signs = {"created": ("+", "green"), "changed": ("~", "yellow"), "deleted": ("-", "red")}
+    for change in landed:
+        sign, style = signs[change["kind"]]
+        counts = (f"+{change['added']} -{change['removed']}" if change["kind"] == "changed"
+                  else f"{change['added'] or change['removed']} lines")
+        console.print(Text(printable(f"{sign} {change['kind']} {change['path']} ({counts})"), style=style))
+    if not landed and not refused and "as it was" not in where:
+        console.print("no files changed", style="dim")
+    for line in refused:
+        console.print(Text(printable(f"not applied: {line}"), style="bold yellow"))
+    console.print(Text(printable(where), style="dim"))
+
+
 def show_end(code: int, answer: str, meaning: str) -> None:
     if answer and code == 0:
         console.print(Markdown(printable(answer)))
@@ -132,6 +147,8 @@ def render(events: list[dict]) -> int:
             show_check(event["command"], event["result"], event["passed"])
         elif event["event"] == "note":
             note(event["kind"], event["text"])
+        elif event["event"] == "changes":
+            show_changes(event.get("landed") or [], event.get("refused") or [], event.get("where", ""))
         elif event["event"] == "end":
             show_end(event["exit_code"], event.get("answer") or "", event.get("meaning", "?"))
     return 0

@@ -89,6 +89,7 @@ class Settings:
     written: set[Path] = field(default_factory=set)  # files written in this run (a failed check shows them)
     named: set[Path] = field(default_factory=set)  # files the user named with --file
     removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
+    original: Path | None = None  # the user's workspace, when `workspace` is an attempt's copy of it
 
 
 @dataclass

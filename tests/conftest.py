@@ -60,3 +60,11 @@ def llama_server(tmp_path_factory):
     server = llama.start(tmp_path_factory.mktemp("llama-server"))
     yield server
     llama.stop(server)
+
+
+@pytest.fixture(autouse=True)
+def runs_folder(tmp_path_factory, monkeypatch):
+    """Each test's attempts are kept in a folder of its own, not in ~/.cache/tooloop/runs."""
+    folder = tmp_path_factory.mktemp("runs")
+    monkeypatch.setenv("TOOLOOP_RUNS", str(folder))
+    return folder

@@ -1,0 +1,275 @@
+"""A run works on a copy of the workspace; what it changed reaches the user's files as one change set.
+
+Every attempt (one run without --check, up to --attempts with it) starts from a fresh copy of the
+workspace as it was before the run: `copy()`. The tools and the sandbox see only that copy, so
+nothing a run does touches the user's files while it runs. At the end, `diff()` lists what the
+attempt created, changed and deleted, and `apply()` lands that change set on the real workspace
+(without --check: whatever the run's end, but a Ctrl-C; with it: only a passing attempt's), each
+file as a whole (written beside its target, then renamed over it) and with Ctrl-C held, so an
+interrupt never leaves half of an attempt applied. `protect.landing` decides which changes may land.
+
+The check must judge the code, not what the model did to the check. `for_check()` builds the
+copy that the user's check runs on: the attempt's files, except that the files a test runner
+trusts are as they were before the run. Those are:
+
+- files that existed before the run and are tests or test configuration: test files by their
+  usual names (`test_*.py`, `*_test.go`, `*.spec.js`, anything under a `tests/` folder), and the
+  files that tell a runner what to run (conftest.py, pytest.ini, tox.ini, setup.cfg,
+  pyproject.toml, package.json, Makefile, ...), and every file the check command itself names;
+- new files that would configure or replace the runner: a runner configuration file, a module or
+  package named like one of the standard library or a test runner (`unittest.py`, `pytest/`),
+  `.pth`, sitecustomize and usercustomize files, anywhere.
+
+A test the model writes anew is checked as written. What lands after a passing check is what the
+check saw, so a changed test never reaches the user's files either; the end of the run says so.
+
+Left out on purpose: the code under test can still end its own process with success
+(`os._exit(0)` while pytest collects it): no rule about files tells that from a real pass.
+Data that tests read from outside test folders is not restored. Copies are plain copies (no
+reflinks), so a huge workspace costs its size once per attempt.
+"""
+
+import difflib
+import os
+import shlex
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import protect
+
+SKIPPED = {".tooloop"}  # tooloop's own transcripts and state stay out of every copy
+TEST_FOLDERS = {"test", "tests", "testing", "__tests__", "spec", "specs"}
+RUNNER_FILES = {  # lower-cased names of the files that tell a test runner what to run and how
+    "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
+    ".coveragerc", "package.json", "makefile", "gnumakefile", "cargo.toml", "go.mod", "pom.xml",
+    "build.gradle", "build.gradle.kts", "cmakelists.txt", "sitecustomize.py", "usercustomize.py",
+}
+RUNNERS = {"pytest", "_pytest", "py", "pluggy", "nose", "nose2", "hypothesis", "coverage"}
+
+
+@dataclass
+class Change:
+    path: str  # relative to the workspace, with forward slashes
+    kind: str  # "created" | "changed" | "deleted"
+    added: int = 0  # lines, for the summary (0 for a binary file)
+    removed: int = 0
+
+
+def copy(workspace: Path, dest: Path) -> Path:
+    """A fresh copy of `workspace` at `dest`: regular files (with their modes), folders and
+    symlinks. Sockets, FIFOs and devices are not copied (a host service's socket must not be
+    reachable from the sandbox), nor .tooloop, nor secret files (.env: protect.SECRETS)."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = set()
+        for name in names:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if (folder == str(workspace) and name in SKIPPED) or protect.kind(name) == "secret" or not (
+                    stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                skipped.add(name)
+        return skipped
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(workspace, dest, symlinks=True, ignore=ignore)
+    return dest
+
+
+def files(root: Path) -> dict[str, os.stat_result]:
+    """Every regular file and symlink under `root`, by relative path, as copy() would copy them."""
+    found = {}
+    for folder, dirs, names in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            info = os.lstat(os.path.join(folder, name))
+            path = name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+            if (rel == "." and name in SKIPPED) or protect.kind(name) == "secret":
+                continue
+            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                found[path] = info
+        dirs[:] = [d for d in dirs if not (rel == "." and d in SKIPPED) and not os.path.islink(os.path.join(folder, d))]
+    return found
+
+
+def diff(workspace: Path, attempt: Path) -> list[Change]:
+    """What the attempt created, changed and deleted, against the workspace as it is now."""
+    before, after = files(workspace), files(attempt)
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        if path not in after:
+            changes.append(Change(path, "deleted", 0, lines(workspace / path)))
+        elif path not in before:
+            changes.append(Change(path, "created", lines(attempt / path), 0))
+        elif not same(workspace / path, attempt / path):
+            changes.append(Change(path, "changed", *counted(workspace / path, attempt / path)))
+    return changes
+
+
+def same(a: Path, b: Path) -> bool:
+    info_a, info_b = os.lstat(a), os.lstat(b)
+    if stat.S_IFMT(info_a.st_mode) != stat.S_IFMT(info_b.st_mode) or info_a.st_mode != info_b.st_mode:
+        return False
+    if stat.S_ISLNK(info_a.st_mode):
+        return os.readlink(a) == os.readlink(b)
+    return info_a.st_size == info_b.st_size and a.read_bytes() == b.read_bytes()
+
+
+def text_lines(path: Path) -> list[str] | None:
+    """The file's lines, or None for a symlink or a binary file."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    data = path.read_bytes()
+    return None if b"\0" in data[:8192] else data.decode("utf-8", "replace").splitlines()
+
+
+def lines(path: Path) -> int:
+    return len(text_lines(path) or [])
+
+
+def counted(old: Path, new: Path) -> tuple[int, int]:
+    """(lines added, lines removed) from old to new, as `git diff --stat` counts them."""
+    a, b = text_lines(old), text_lines(new)
+    if a is None or b is None:
+        return 0, 0
+    added = removed = 0
+    for line in difflib.unified_diff(a, b, lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
+
+
+# --- what the check runs on ---------------------------------------------------------------------
+
+def trusted(path: str) -> bool:
+    """Is this a file a test runner trusts: a test, or a file that configures the runner?
+
+        >>> [trusted(p) for p in ("test_stats.py", "tests/data.json", "conftest.py", "stats.py")]
+        [True, True, True, False]
+    """
+    parts = path.lower().split("/")
+    name = parts[-1]
+    stem = name.split(".")[0]
+    return (name in RUNNER_FILES or name.endswith(".pth") or any(part in TEST_FOLDERS for part in parts[:-1])
+            or stem.startswith("test_") or stem.endswith(("_test", "_tests")) or stem in ("test", "tests")
+            or ".test." in name or ".spec." in name or stem.endswith(("Test", "Tests")) and name.endswith(".java"))
+
+
+def shadows(path: str) -> bool:
+    """Would this new file replace a module of the standard library or of a test runner for any
+    Python started in the workspace (`unittest.py`, `pytest/__init__.py`)?"""
+    parts = path.split("/")
+    module = parts[0].removesuffix(".py") if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
+    return (len(parts) > 1 or parts[0].endswith(".py")) and (module in sys.stdlib_module_names or module in RUNNERS)
+
+
+def named_by(command: str, workspace: Path) -> set[str]:
+    """The existing files of the workspace that the check command names (`python test_x.py`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    named = set()
+    for word in words:
+        candidate = (workspace / word).resolve() if not os.path.isabs(word) else Path(word)
+        if candidate.is_file() and candidate.is_relative_to(workspace.resolve()):
+            named.add(str(candidate.relative_to(workspace.resolve())).replace(os.sep, "/"))
+    return named
+
+
+def for_check(workspace: Path, attempt: Path, dest: Path, command: str) -> tuple[Path, list[str]]:
+    """The copy the check runs on (see the module docstring), and the paths in it that were put
+    back as they were before the run, or left out."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    copy(attempt, dest)
+    restored = []
+    named = named_by(command, workspace)
+    for change in diff(workspace, attempt):
+        if change.kind == "created" and (trusted(change.path) and Path(change.path).name.lower() in RUNNER_FILES
+                                         or change.path.endswith(".pth") or shadows(change.path)):
+            target = dest / change.path
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+            restored.append(change.path)
+        elif change.kind != "created" and (trusted(change.path) or change.path in named):
+            target = dest / change.path
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(workspace / change.path, target, follow_symlinks=False)
+            restored.append(change.path)
+    return dest, restored
+
+
+# --- landing the change set ---------------------------------------------------------------------
+
+def apply(changes: list[Change], attempt: Path, workspace: Path, named: set[str]) -> tuple[list[Change], list[str]]:
+    """Land the attempt's changes on the workspace: (the changes applied, why others were not).
+
+    Each new file is first written beside its target under a temporary name; only when all are
+    written are they renamed over their targets and the deletions made, with Ctrl-C held until
+    the end. A failure while writing leaves the workspace as it was."""
+    landed, refused, staged = [], [], []
+    try:
+        for change in changes:
+            if why := protect.landing(change.path, change.kind, attempt, workspace, named):
+                refused.append(f"{change.path}: {why}")
+                continue
+            landed.append(change)
+            if change.kind != "deleted":
+                target = workspace / change.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tooloop-")
+                os.close(fd)
+                os.unlink(tmp)
+                shutil.copy2(attempt / change.path, tmp, follow_symlinks=False)
+                staged.append((tmp, target))
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    with held_interrupt():
+        for tmp, target in staged:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        for change in landed:
+            if change.kind == "deleted":
+                (workspace / change.path).unlink(missing_ok=True)
+                prune(workspace / change.path, workspace, attempt)
+    return landed, refused
+
+
+def prune(path: Path, workspace: Path, attempt: Path) -> None:
+    """Remove the folders a deletion emptied, where the attempt removed them too."""
+    folder = path.parent
+    while folder != workspace and not (attempt / folder.relative_to(workspace)).exists():
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+class held_interrupt:
+    """Within it, a Ctrl-C is held and raised at its end: a few renames are never cut in half."""
+
+    def __enter__(self):
+        self.held, self.main = [], threading.current_thread() is threading.main_thread()
+        if self.main:
+            self.previous = signal.signal(signal.SIGINT, lambda *_: self.held.append(1))
+        return self
+
+    def __exit__(self, *exc):
+        if self.main:
+            signal.signal(signal.SIGINT, self.previous)
+            if self.held and not exc[0]:
+                raise KeyboardInterrupt
+        return False
