@@ -511,17 +511,3 @@ def short(command: str, width: int = 80) -> str:
     line = " ".join(command.split())
     return line if len(line) <= width else line[: width - 3] + "..."
 
-
-def landing(rel: str, kind_of_change: str, copy: Path, workspace: Path, named: set[str]) -> str | None:
-    """Why this change of a run's change set may not reach the user's workspace, or None.
-
-    The paths host tools run or trust (PROTECTED, bytecode, the hooks folder) never change
-    through a run, and only regular files land: a link could point anywhere on the host."""
-    hooks = hooks_folder(workspace)
-    parts = rel.split("/")
-    if any(kind(part) for part in parts) or any("/".join(parts[:i]).lower() == hooks for i in range(1, len(parts) + 1)):
-        return f"host tools run or trust what they find there ({WHAT})"
-    new = copy / rel
-    if kind_of_change != "deleted" and (new.is_symlink() or not new.is_file()):
-        return "not a regular file"
-    return None

@@ -1212,12 +1212,19 @@ def host_git_status(folder: Path) -> None:
                    capture_output=True, timeout=60)
 
 
+def attempt_copy(base: Path) -> Path:
+    """The copy of the workspace the ordinary user's one run worked in (kept: HOME is `base`)."""
+    [copy] = base.glob(".cache/tooloop/runs/*/attempt-1")
+    return copy
+
+
 @needs_bwrap
 def test_a_folder_the_clean_up_cannot_list_does_not_hide_a_planted_git(fake, user_folder, ordinary_user,
                                                                       outside_changes):
     """As an ordinary user, `chmod 311 d` (enter, but not list) hid d/.git, with core.fsmonitor set,
     from the clean-up after the command, silently: the user's next `git status` in d ran it. The
-    folder is made readable again, looked at, and what was planted is removed; both are said."""
+    folder is made readable again, looked at, and what was planted is removed; both are said. Neither
+    the workspace nor the run's kept copy of it holds d/.git afterwards."""
     ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
     plant = f"mkdir d && git init -q d && git -C d config core.fsmonitor 'touch {pwned}' && chmod 311 d && echo planted"
     [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
@@ -1225,8 +1232,9 @@ def test_a_folder_the_clean_up_cannot_list_does_not_hide_a_planted_git(fake, use
                       "tools would run it: d/.git/ (commands may not plant these); tooloop made d/ readable again "
                       "to look inside")
     assert "removed d/.git/, made by the command" in err and "made d/ readable again to look inside" in err
-    assert not os.path.lexists(ws / "d" / ".git")
-    host_git_status(ws / "d")
+    copy = attempt_copy(user_folder)
+    assert not os.path.lexists(ws / "d") and not os.path.lexists(copy / "d" / ".git")
+    host_git_status(copy / "d")  # the user looks at what the run did, where it was kept
     assert not pwned.exists()
     assert outside_changes() == []
 
@@ -1236,15 +1244,19 @@ def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fak
                                                                             outside_changes):
     """As an ordinary user, a .git *file* pointing at a planted git folder, in a folder the command
     then made read-only: the clean-up said "removed sub/.git" and could not remove it, so the
-    user's next `git status` in sub ran the planted config. Now it is removed."""
+    user's next `git status` in sub ran the planted config. Now it is removed, and the planted
+    folder, which git takes for a repository, does not land."""
     ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
     plant = (f"git init -q --separate-git-dir=$PWD/planted sub && git -C sub config core.fsmonitor 'touch {pwned}' "
-             "&& chmod 555 sub && cat sub/.git")
+             "&& chmod 555 sub && echo planted")
     [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
-    assert result == (f"exit code: 0\n--- stdout ---\ngitdir: {ws}/planted\n\ntooloop removed what this command "
-                      "created where host tools would run it: sub/.git (commands may not plant these)")
-    assert not os.path.lexists(ws / "sub" / ".git")
-    host_git_status(ws / "sub")
+    assert result == ("exit code: 0\n--- stdout ---\nplanted\n\ntooloop removed what this command created where host "
+                      "tools would run it: sub/.git (commands may not plant these)")
+    assert "not applied: planted/config: in planted/, which git takes for a repository's own folder" in " ".join(
+        err.split())
+    copy = attempt_copy(user_folder)
+    assert not os.path.lexists(copy / "sub" / ".git") and sorted(os.listdir(ws)) == []
+    host_git_status(copy / "sub")
     assert not pwned.exists()
     assert outside_changes() == []
 
@@ -1333,8 +1345,9 @@ def test_credentials_outside_dotenv_reach_neither_the_model_nor_the_transcript(r
                      call("read_file", path=".git/config"), shell("git remote -v; grep url .git/config"),
                      call("read_file", path="deploy.md"), flags=["--workspace", str(app)])
     assert results[:4] == [secret_refused(p) for p in (".netrc", ".npmrc", ".pypirc", ".aws/credentials")]
-    assert results[4] == ("exit code: 0\n--- stdout ---\nlisted\n\n--- stderr ---\ncat: .netrc: Permission denied\n"
-                          "cat: .npmrc: Permission denied\ncat: .pypirc: Permission denied\n")
+    assert results[4] == ("exit code: 0\n--- stdout ---\nlisted\n\n--- stderr ---\n"  # not even in the run's copy
+                          "cat: .netrc: No such file or directory\ncat: .npmrc: No such file or directory\n"
+                          "cat: .pypirc: No such file or directory\nls: cannot access '.aws': No such file or directory\n")
     assert "url = https://[redacted]@example.org/app.git" in results[5]
     assert results[6] == ("exit code: 0\n--- stdout ---\norigin\thttps://[redacted]@example.org/app.git (fetch)\n"
                           "origin\thttps://[redacted]@example.org/app.git (push)\n"
