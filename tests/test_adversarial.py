@@ -660,11 +660,13 @@ def test_a_2gib_allocation_fails(run_agent, fake, outside_changes):
 
 
 @needs_bwrap
-def test_a_file_size_bomb_stops_at_the_cap(run_agent, fake, workspace, outside_changes):
+def test_a_file_size_bomb_stops_at_the_cap(run_agent, fake, workspace, outside_changes, runs_folder):
     cap = sandbox.RLIMITS[resource.RLIMIT_FSIZE]
     [result] = attack(run_agent, fake, shell("dd if=/dev/zero of=big bs=1M count=200"))
     assert not result.startswith("exit code: 0") and "File size limit exceeded" in result
-    assert made(workspace) == ["big"] and (workspace / "big").stat().st_size == cap
+    [copy] = runs_folder.glob("*/attempt-1")  # the run's copy of the workspace
+    assert made(copy) == ["big"] and (copy / "big").stat().st_size == cap
+    assert made(workspace) == []  # zeros are no text: they do not land (protect.landing)
     assert outside_changes() == []
 
 
@@ -1036,13 +1038,15 @@ def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspa
 @needs_bwrap
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a file root owns gives more rights when setuid; a user's "
                                               "command can leave one that gives only that user's own")
-def test_a_setuid_copy_of_an_interpreter_loses_the_bit(run_agent, fake, workspace, outside_changes):
+def test_a_setuid_copy_of_an_interpreter_loses_the_bit(run_agent, fake, workspace, outside_changes, runs_folder):
     """setuid/setgid files: a command run as root copies python and makes it setuid and setgid root, for
     anyone on the host to run as root later; after the command the bits are cleared."""
     [result] = attack(run_agent, fake, shell('cp "$(command -v python3)" py && chmod 6755 py && stat -c %a py'))
     assert result == ("exit code: 0\n--- stdout ---\n6755\n\n"
                       "tooloop cleared the setuid/setgid bits of py (commands may not set them)")
-    assert stat.S_IMODE((workspace / "py").stat().st_mode) == 0o755
+    [copy] = runs_folder.glob("*/attempt-1")  # the run's copy of the workspace, kept
+    assert stat.S_IMODE((copy / "py").stat().st_mode) == 0o755
+    assert made(workspace) == []  # native code does not land at all (protect.landing)
     assert outside_changes() == []
 
 
