@@ -1360,3 +1360,128 @@ def test_credentials_outside_dotenv_reach_neither_the_model_nor_the_transcript(r
     assert token not in json.dumps(fake.requests)
     assert token not in (workspace.parent / "transcript.jsonl").read_text()
     assert outside_changes() == []
+
+
+# --- what lands: a run's change set reaches the workspace through protect.landing --------------
+
+def not_applied(err: str, path: str, why: str) -> bool:
+    """The end of the run says that `path` was not applied, and why."""
+    return f"not applied: {path}: {why}" in " ".join(err.split())
+
+
+@needs_bwrap
+def test_a_projects_venv_runs_nothing_the_run_planted(run_agent, fake, workspace, outside, outside_changes):
+    """A project's own .venv: a .pth that write_file puts in its site-packages and a line a command
+    appends to bin/activate both ran on the host later. Neither lands; the venv's python and its
+    activate script, run on the host afterwards, run nothing of the run's."""
+    venv = workspace / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    pth = f"{site.relative_to(workspace)}/evil.pth"
+    activate = (venv / "bin" / "activate").read_text()
+    code, _, err = run_agent(
+        reply(call("write_file", path=pth, content=f"import os; open({str(outside / 'pwned-pth')!r}, 'w')\n")),
+        reply(shell(f"echo 'touch {outside}/pwned-activate' >> .venv/bin/activate")), *done())
+    assert code == 0, err
+    assert not_applied(err, pth, "in a virtualenv (.venv/ holds pyvenv.cfg): its python runs what is there")
+    assert not_applied(err, ".venv/bin/activate", "in a virtualenv")
+    assert not (site / "evil.pth").exists() and (venv / "bin" / "activate").read_text() == activate
+    subprocess.run([str(python), "-c", "pass"], check=True)  # later, on the host
+    subprocess.run(["sh", "-c", ". .venv/bin/activate"], cwd=workspace, check=True)
+    assert not (outside / "pwned-pth").exists() and not (outside / "pwned-activate").exists()
+    assert_no_secret(fake)
+
+
+@needs_bwrap
+def test_native_code_beside_the_source_does_not_land(run_agent, fake, workspace, outside_changes):
+    """`app.cpython-311-x86_64-linux-gnu.so` next to app.py: `import app` on the host loads it
+    instead of the source, as a forged .pyc would be. Only text lands: the host imports app.py."""
+    (workspace / "app.py").write_text("where = 'source'\n")
+    native = "app" + __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES[0]
+    code, _, err = run_agent(reply(shell(f"cp /bin/true {native} && cp /bin/true helper && echo built")), *done())
+    assert code == 0, err
+    assert not_applied(err, native, "a native library's name: python and other loaders run it in place of the source")
+    assert not_applied(err, "helper", "native code (ELF): only text files land")
+    assert made(workspace) == ["app.py"]
+    host = subprocess.run([sys.executable, "-c", "import app; print(app.where)"], cwd=workspace,
+                          capture_output=True, text=True)
+    assert host.stdout == "source\n", host.stderr
+    assert outside_changes() == []
+
+
+HOOK = "#!/bin/sh\ntouch {pwned}\n"
+
+
+def host_commit(repo: Path, env: dict | None = None) -> None:
+    """The user's next `git commit` there, on the host: git runs the pre-commit hook it finds."""
+    subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@example.org", "commit", "-q", "--allow-empty",
+                    "-m", "next"], cwd=repo, env=env, capture_output=True, timeout=60)
+
+
+@needs_bwrap
+def test_hooks_planted_where_a_linked_worktrees_main_repository_points_do_not_land(
+        run_agent, fake, workspace, tmp_path_factory, outside_changes):
+    """The workspace is a linked worktree (.git is a file); its main repository sets core.hooksPath to
+    ci/hooks, relative, so to a folder in the workspace. Only the workspace's own .git/config was
+    read: a hook planted there was kept and ran at the next `git commit`."""
+    base = tmp_path_factory.mktemp("worktree")
+    main, tree, pwned = base / "main", base / "tree", base / "pwned-by-hook"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    host_commit(main)
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True)
+    subprocess.run(["git", "-C", str(main), "config", "core.hooksPath", "ci/hooks"], check=True)
+    plant = f"mkdir -p ci/hooks && printf '{HOOK.format(pwned=pwned)}' > ci/hooks/pre-commit && chmod +x ci/hooks/pre-commit"
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--workspace", str(tree)])
+    assert code == 0, err
+    assert not os.path.lexists(tree / "ci")
+    host_commit(tree)
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_hooks_planted_where_the_global_git_config_points_do_not_land(run_agent, fake, workspace, tmp_path_factory,
+                                                                     outside_changes, monkeypatch):
+    """core.hooksPath in the user's global git config (~/.gitconfig) names a folder of the workspace:
+    a hook planted there was kept and ran at the next `git commit` in the project."""
+    home = tmp_path_factory.mktemp("home")
+    repo, pwned = workspace / "app", home / "pwned-by-hook"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (home / ".gitconfig").write_text(f"[core]\n\thooksPath = {repo}/tools/hooks\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    plant = (f"mkdir -p tools/hooks && printf '{HOOK.format(pwned=pwned)}' > tools/hooks/pre-commit && "
+             "chmod +x tools/hooks/pre-commit")
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--workspace", str(repo)])
+    assert code == 0, err
+    assert not os.path.lexists(repo / "tools")
+    host_commit(repo, env={**os.environ, "HOME": str(home)})
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_tool_configuration_a_run_writes_does_not_land_unless_named(run_agent, fake, workspace, outside,
+                                                                   outside_changes, tmp_path_factory):
+    """.pdbrc (pdb runs it), .npmrc with node-options (npm runs it): hidden tool configuration lands
+    only when the user names the file with --file; pdb on the host afterwards runs nothing of the run's.
+    A named one lands, as the user asked."""
+    (workspace / "prog.py").write_text("print('hi')\n")
+    (workspace / "notes.md").write_text("notes\n")
+    plant = (f"printf 'import os; os.system(\"touch {outside}/pwned-pdb\")\\n' > .pdbrc && "
+             f"echo 'node-options=--require {outside}/x.js' > .npmrc && echo '*.log' > .editorconfig && echo planted")
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--file", "notes.md"])
+    assert code == 0, err
+    assert not_applied(err, ".pdbrc", "hidden tool configuration (.pdbrc): tools read it without being asked")
+    assert made(workspace) == ["notes.md", "prog.py"]
+    home = tmp_path_factory.mktemp("home")  # no ~/.pdbrc of the tester's
+    subprocess.run([sys.executable, "-m", "pdb", "-c", "continue", "prog.py"], cwd=workspace, capture_output=True,
+                   env={**os.environ, "HOME": str(home)}, timeout=60)
+    assert not (outside / "pwned-pdb").exists()
+    (workspace / ".editorconfig").write_text("root = true\n")
+    code, _, err = run_agent(reply(shell("echo '*.log' > .editorconfig")), *done(), flags=["--file", ".editorconfig"])
+    assert code == 0, err
+    assert (workspace / ".editorconfig").read_text() == "*.log\n"  # named: it lands
