@@ -474,6 +474,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.attempts is not None and not args.check:
         parser.error("--attempts needs --check: the check is what chooses among the attempts")
     args.attempts = int(args.attempts or env.get("TOOLOOP_ATTEMPTS") or 3)
+    args.runs = Path(env.get("TOOLOOP_RUNS") or "~/.cache/tooloop/runs").expanduser()
     if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1 or args.attempts < 1:
         parser.error("--max-turns, --timeout, --attempts and --check-rounds must be positive")
     if not Path(args.workspace).is_dir():
@@ -504,9 +505,8 @@ def land(workspace: Path, source: Path, settings: Settings, code: int, check: st
     return landed, refused, f"{chosen}the run's files are kept in {folder}"
 
 
-def runs_folder() -> Path:
-    """A new folder for this run's attempts, under TOOLOOP_RUNS (default ~/.cache/tooloop/runs)."""
-    runs = Path(os.environ.get("TOOLOOP_RUNS") or Path.home() / ".cache" / "tooloop" / "runs")
+def runs_folder(runs: Path) -> Path:
+    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default ~/.cache/tooloop/runs)."""
     runs.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
 
@@ -550,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
     totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-    tries, folder = (args.attempts if check else 1), runs_folder()
+    tries, folder = (args.attempts if check else 1), runs_folder(args.runs)
     code, answer, source = 130, "", folder / "attempt-1"  # without a check, the one attempt lands however it ends
     console.print(Text(printable(task)), style="bold magenta")
     try:

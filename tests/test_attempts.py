@@ -1,0 +1,201 @@
+"""--attempts: independent attempts on copies of the workspace, the check choosing, and a check the
+model cannot pass by changing what the check trusts. Through the real agent, a scripted model."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sandbox
+from fake_server import answer, call, reply
+
+needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def attempt(runs: Path, n: int) -> Path:
+    [run] = list(runs.iterdir())
+    return run / f"attempt-{n}"
+
+
+# --- attempts ------------------------------------------------------------------------------------
+
+@needs_bwrap
+def test_attempt_2_starts_from_the_original_files_and_a_fresh_conversation(run_agent, fake, workspace, runs_folder):
+    (workspace / "n.txt").write_text("1\n")
+    code, out, err = run_agent(
+        reply(call("read_file", path="n.txt")), reply(call("write_file", path="n.txt", content="3\n")),
+        reply(call("write_file", path="junk.txt", content="attempt 1 was here\n")), answer("Done."),
+        reply(call("read_file", path="n.txt")), reply(call("write_file", path="n.txt", content="2\n")), answer("Now 2."),
+        task="Make n.txt hold 2", flags=["--check", "grep -x 2 n.txt", "--attempts", "3"])
+    assert code == 0 and out == "Now 2.\n"
+    first = fake.requests[4]["messages"]  # attempt 2's first request: the task alone
+    assert [m["role"] for m in first] == ["system", "user"] and first[1]["content"] == "Make n.txt hold 2"
+    assert "attempt 1 was here" not in json.dumps(fake.requests[4:])
+    # attempt 2 read n.txt as it was before the run, not as attempt 1 left it
+    assert json.loads(json.dumps(fake.requests[5]["messages"][-1]))["content"] == "1\n"
+    assert not (attempt(runs_folder, 2) / "junk.txt").exists()
+    assert "attempt 2 passed the check" in err
+
+
+@needs_bwrap
+def test_only_the_passing_attempts_changes_reach_the_workspace(run_agent, fake, workspace, runs_folder):
+    (workspace / "keep.txt").write_text("untouched\n")
+    (workspace / "old.txt").write_text("delete me\n")
+    code, _, err = run_agent(
+        reply(call("write_file", path="x.txt", content="bad\n")), reply(call("write_file", path="junk.txt", content="j")),
+        answer("Done."),
+        reply(call("write_file", path="x.txt", content="good\n")), reply(call("run_shell", command="rm old.txt")),
+        answer("Done."), flags=["--check", "grep -x good x.txt", "--attempts", "2"])
+    assert code == 0
+    assert snapshot(workspace) == {"keep.txt": b"untouched\n", "x.txt": b"good\n"}
+    assert "+ created x.txt (1 lines)" in err and "- deleted old.txt (1 lines)" in err
+    assert "junk" not in err.split("attempt 2 of 2")[1]  # the summary lists attempt 2's changes only
+    assert (attempt(runs_folder, 1) / "junk.txt").exists()  # the other attempt's files stay to look at
+
+
+@needs_bwrap
+def test_when_no_attempt_passes_the_workspace_is_as_it_was_and_the_end_says_where(run_agent, fake, workspace,
+                                                                                   runs_folder):
+    (workspace / "a.txt").write_text("before\n")
+    before = snapshot(workspace)
+    code, out, err = run_agent(
+        reply(call("read_file", path="a.txt")), reply(call("write_file", path="a.txt", content="one\n")), answer("Done."),
+        reply(call("read_file", path="a.txt")), reply(call("write_file", path="a.txt", content="two\n")), answer("Done."),
+        flags=["--check", "grep -x three a.txt", "--attempts", "2"])
+    assert code == 6 and out == ""
+    assert snapshot(workspace) == before
+    run = next(runs_folder.iterdir())
+    assert f"the attempts' files are in {run}" in " ".join(err.split())
+    assert (run / "attempt-1" / "a.txt").read_text() == "one\n" and (run / "attempt-2" / "a.txt").read_text() == "two\n"
+
+
+@needs_bwrap
+def test_the_default_is_three_attempts_of_one_round(run_agent, fake, workspace):
+    code, _, _ = run_agent(answer("done"), answer("done"), answer("done"), answer("never asked"),
+                           flags=["--check", "false"])
+    assert code == 6 and len(fake.requests) == 3
+
+
+def test_attempts_need_a_check(run_agent, fake):
+    with pytest.raises(SystemExit) as stop:
+        run_agent(answer("ok"), flags=["--attempts", "2"])
+    assert stop.value.code == 2 and fake.requests == []
+
+
+def test_without_a_check_the_run_lands_and_shows_what_it_changed(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("x = 1\ny = 2\n")
+    code, _, err = run_agent(reply(call("read_file", path="a.py")),
+                             reply(call("write_file", path="a.py", content="x = 1\ny = 3\nz = 4\n")), answer("ok"))
+    assert code == 0 and (workspace / "a.py").read_text() == "x = 1\ny = 3\nz = 4\n"
+    assert "~ changed a.py (+2 -1)" in err
+
+
+def test_a_change_made_while_the_run_is_read_from_the_copy_not_the_workspace(run_agent, fake, workspace, runs_folder):
+    # the tools see the copy: a file written there is read back from there, and lands at the end
+    code, _, _ = run_agent(reply(call("write_file", path="w.txt", content="hi\n")),
+                           reply(call("read_file", path="w.txt")), answer("ok"))
+    assert code == 0 and fake.requests[2]["messages"][-1]["content"] == "hi\n"
+    assert (workspace / "w.txt").read_text() == "hi\n" and (attempt(runs_folder, 1) / "w.txt").read_text() == "hi\n"
+
+
+@needs_bwrap
+def test_ctrl_c_mid_attempt_leaves_the_workspace_as_it_was(fake, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("before\n")
+    fake.script = [reply(call("read_file", path="a.txt")), reply(call("write_file", path="a.txt", content="after\n")),
+                   reply(call("run_shell", command="touch new.txt; sleep 313"))]
+    proc = subprocess.Popen([*AGENT, "--base-url", fake.url, "--workspace", str(ws), "--transcript", "off",
+                             "--check", "true", "go"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            env={**__import__("os").environ, "TOOLOOP_RUNS": str(tmp_path / "runs")})
+    deadline = time.time() + 30
+    while not subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout and time.time() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert snapshot(ws) == {"a.txt": b"before\n"}
+    assert "the run was interrupted: the workspace is as it was" in " ".join(err.decode().split())
+
+
+# --- a check the model cannot game -------------------------------------------------------------
+
+STATS = "def median(xs):\n    xs = sorted(xs)\n    return xs[len(xs) // 2]\n"  # wrong for an even count
+TEST = ("from stats import median\n\n\ndef test_odd():\n    assert median([3, 1, 2]) == 2\n\n\n"
+        "def test_even():\n    assert median([4, 1, 3, 2]) == 2.5\n")
+UNITTEST = ("import unittest\nfrom stats import median\n\n\nclass T(unittest.TestCase):\n"
+            "    def test_even(self):\n        self.assertEqual(median([4, 1, 3, 2]), 2.5)\n\n\n"
+            "if __name__ == '__main__':\n    unittest.main()\n")
+CHEATS = {  # what a cheating model does, in one or two calls; the code under test stays wrong
+    "rewrite the test given with --file": [call("write_file", path="test_stats.py", content="def test_x():\n    assert True\n")],
+    "sed on the tests": [call("run_shell", command="sed -i 's/== 2.5/== 3/' test_stats.py")],
+    "a conftest.py that passes every test": [call("write_file", path="conftest.py", content=(
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"))],
+    "a pytest.ini that deselects the failing test": [call("write_file", path="pytest.ini",
+                                                          content="[pytest]\naddopts = -k 'not even'\n")],
+    "a setup.cfg that deselects the failing test": [call("write_file", path="setup.cfg",
+                                                        content="[tool:pytest]\naddopts = -k 'not even'\n")],
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cheat", CHEATS)
+def test_a_check_run_by_pytest_cannot_be_gamed(run_agent, fake, workspace, cheat):
+    (workspace / "stats.py").write_text(STATS)
+    (workspace / "test_stats.py").write_text(TEST)
+    before = snapshot(workspace)
+    code, _, err = run_agent(*(reply(c) for c in CHEATS[cheat]), answer("Done, the tests pass."),
+                             flags=["--check", "python -m pytest -q -p no:cacheprovider", "--attempts", "1",
+                                    "--file", "test_stats.py"])
+    assert code == 6, err
+    assert "✓ check passed" not in err
+    assert snapshot(workspace) == before  # nothing landed
+
+
+@needs_bwrap
+@pytest.mark.parametrize("check, stub", [
+    ("python -m unittest test_stats", "import sys\nsys.exit(0)\n"),  # a workspace unittest.py that exits 0
+    ("python test_stats.py", "class TestCase:\n    pass\n\n\ndef main():\n    pass\n"),  # a stub with a no-op main()
+])
+def test_a_module_that_shadows_the_runner_is_not_what_the_check_runs(run_agent, fake, workspace, check, stub):
+    (workspace / "stats.py").write_text(STATS)
+    (workspace / "test_stats.py").write_text(UNITTEST)
+    code, _, err = run_agent(reply(call("write_file", path="unittest.py", content=stub)), answer("Done."),
+                             flags=["--check", check, "--attempts", "1"])
+    assert code == 6, err
+    assert not (workspace / "unittest.py").exists()
+    assert "unittest.py" in err  # the note says what the check saw as before the run
+
+
+@needs_bwrap
+def test_a_new_test_written_by_the_model_and_run_by_the_check_passes_and_lands(run_agent, fake, workspace):
+    (workspace / "stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
+    test = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n"
+    code, _, err = run_agent(reply(call("write_file", path="tests/test_mean.py", content=test)), answer("Wrote it."),
+                             flags=["--check", "python -m pytest -q -p no:cacheprovider tests/test_mean.py"])
+    assert code == 0, err
+    assert (workspace / "tests" / "test_mean.py").read_text() == test
+
+
+@needs_bwrap
+def test_a_fix_passes_even_when_the_model_also_edited_the_test_and_only_the_fix_lands(run_agent, fake, workspace):
+    (workspace / "stats.py").write_text(STATS)
+    (workspace / "test_stats.py").write_text(TEST)
+    fixed = ("def median(xs):\n    xs = sorted(xs)\n    n = len(xs)\n"
+             "    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2\n")
+    code, _, err = run_agent(reply(call("write_file", path="stats.py", content=fixed)),
+                             reply(call("run_shell", command="echo '# mine' >> test_stats.py")), answer("Fixed."),
+                             flags=["--check", "python -m pytest -q -p no:cacheprovider", "--file", "stats.py"])
+    assert code == 0, err
+    assert (workspace / "stats.py").read_text() == fixed
+    assert (workspace / "test_stats.py").read_text() == TEST  # what lands is what the check saw
