@@ -23,7 +23,8 @@ user can read, lands.** A change is refused when
   or usercustomize.py file, bytecode (__pycache__, .pyc), .tooloop, or a credentials file;
 - unless the user named it with --file: it is hidden tool configuration (any name on its path
   starts with a dot: rc files, .pdbrc, .npmrc, .gitconfig, .config/fish, .ssh; ignore lists
-  such as .gitignore and .env templates aside), or it is newly executable.
+  such as .gitignore and .env templates aside), or it is newly executable. --file names only
+  existing files: to let a new one land, the user creates it empty first.
 
 A deletion is refused where a creation would be for its place (.git, hooks, a venv, hidden
 files not named). And the workspace must be a project folder (unsafe_workspace(), asked once at
