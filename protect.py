@@ -31,7 +31,8 @@ files not named). And the workspace must be a project folder (unsafe_workspace()
 start-up): not $HOME or a folder holding it, not a hidden folder of $HOME, not tooloop's own code,
 nor one holding the Python that runs tooloop, a virtualenv, or the system's folders.
 
-While a run goes, the same places are guarded as they are today, one rule for each way in:
+While a run goes, the same places are guarded in the run's copy of the workspace (which the
+user may look into afterwards, with git too), one rule for each way in:
 
 - write_file may not write a protected path, and read_file may not read a secret (.env,
   .env.*, .envrc, and credential files: .netrc, .npmrc, .pypirc, .git-credentials, .pgpass,
@@ -57,7 +58,8 @@ a hard link the user made), config that a git config includes from elsewhere, a 
 that is the workspace itself, what the user's tools do with text that lands (a Makefile, a test,
 a script the user runs: that is the project, shown in the change set), a workspace of more than
 MAX_ENTRIES entries (the rest is not looked at, and clean() says so), and commands run with
---unsafe-no-sandbox (nothing but landing() holds those).
+--unsafe-no-sandbox: they can reach the user's files directly; only what they change in the
+copy goes through landing().
 """
 
 import os
