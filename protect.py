@@ -341,7 +341,10 @@ def unsafe_workspace(ws: Path) -> str | None:
     for system in ("/usr", "/etc", "/bin", "/lib", "/boot", "/var"):
         if Path(system).is_relative_to(ws):
             return f"it holds the system folders ({system})"
-    homes = {Path(os.path.expanduser("~")), Path(pwd.getpwuid(os.getuid()).pw_dir)}
+    try:  # $HOME, and the home the system has for us (a uid may have no entry in a container)
+        homes = {Path(os.path.expanduser("~")), Path(pwd.getpwuid(os.getuid()).pw_dir)}
+    except KeyError:
+        homes = {Path(os.path.expanduser("~"))}
     for home in (h.resolve() for h in homes if str(h) != "/"):
         if home.is_relative_to(ws):
             return f"it is your home folder ({home})" if ws == home else f"it holds your home folder ({home})"
