@@ -10,6 +10,11 @@ processes and the real bubblewrap sandbox, and then checks two things:
 - nothing outside the workspace changed: `outside/` next to the workspace (a secret file, a
   folder), the workspace's .git, and the host paths an escape would touch (`outside_changes`).
 
+What a run leaves behind is checked as a host tool would meet it afterwards: the change set that
+landed (protect.landing), then the user's `git commit`, `python`, `pdb` or `. activate` run on the
+host. Cases about what an ordinary user's permissions allow run the agent as one (when the tests
+run as root: a system user made with useradd, in a mount namespace where the Python is reachable).
+
 Every case also checks that the API key in the agent's environment reached neither the fake
 server nor the transcript. tests/test_sandbox.py attacks sandbox.py directly; this file goes
 through agent.main, so it also covers the file tools, the dispatcher, approval and the command
