@@ -23,7 +23,8 @@ user can read, lands.** A change is refused when
   or usercustomize.py file, bytecode (__pycache__, .pyc), .tooloop, or a credentials file;
 - unless the user named it with --file: it is hidden tool configuration (any name on its path
   starts with a dot: rc files, .pdbrc, .npmrc, .gitconfig, .config/fish, .ssh; ignore lists
-  such as .gitignore and .env templates aside), or it is newly executable. --file names only
+  such as .gitignore, .env templates and caches such as .pytest_cache aside), or it is newly
+  executable. --file names only
   existing files: to let a new one land, the user creates it empty first.
 
 A deletion is refused where a creation would be for its place (.git, hooks, a venv, hidden
@@ -263,7 +264,10 @@ def landing(rel: str, kind: str, copy: Path, workspace: Path, named: set[str]) -
     if kind == "deleted":
         return None
     new = copy / rel
-    info = os.lstat(new)
+    try:
+        info = os.lstat(new)
+    except OSError as problem:
+        return f"it cannot be looked at in the run's copy ({problem.strerror})"
     if stat.S_ISDIR(info.st_mode):
         return None  # a folder lands as the files in it do
     if stat.S_ISLNK(info.st_mode):
@@ -323,9 +327,11 @@ def place(rel: str, copy: Path, workspace: Path) -> str | None:
 
 
 def inert(name: str) -> bool:
-    """Hidden names no tool runs: ignore lists (.gitignore, .dockerignore) and .env templates."""
+    """Hidden names no tool runs or reads as configuration: ignore lists (.gitignore,
+    .dockerignore), .env templates, and the data tools cache for themselves (.pytest_cache, which
+    a check with pytest leaves in every run, .mypy_cache)."""
     name = name.lower()
-    return name.endswith("ignore") or name in TEMPLATES
+    return name.endswith(("ignore", "_cache")) or name in TEMPLATES
 
 
 def unsafe_workspace(ws: Path) -> str | None:

@@ -58,11 +58,12 @@ def test_ordinary_changes_land(trees):
     write(copy / "app.py", "x = 2\n")
     write(copy / "src" / "new.py")
     write(copy / ".gitignore", "*.log\n")  # an ignore list: hidden, but no tool runs it
+    write(copy / ".pytest_cache" / "v" / "cache" / "lastfailed", "{}\n")  # pytest's data, from a check
     write(copy / "run.sh", "echo hello\n", 0o755)  # executable before, executable now
     (copy / "old.py").unlink()
     assert [land(rel, kind, ws, copy) for rel, kind in [
         ("app.py", "changed"), ("src/new.py", "created"), (".gitignore", "created"), ("run.sh", "changed"),
-        ("old.py", "deleted")]] == [None] * 5
+        (".pytest_cache/v/cache/lastfailed", "created"), ("old.py", "deleted")]] == [None] * 6
 
 
 # --- what is no regular text file -------------------------------------------------------------
