@@ -239,10 +239,10 @@ def refusal(tool: str, path: str, target: Path, ws: Path) -> str | None:
     return None
 
 
-def landing(rel: str, kind: str, copy: Path, workspace: Path, named: set[str]) -> str | None:
+def landing(rel: str, change: str, copy: Path, workspace: Path, named: set[str]) -> str | None:
     """Why this change may not reach the user's workspace, or None if it may land.
 
-    rel: posix path relative to the workspace; kind: "created" | "changed" | "deleted";
+    rel: posix path relative to the workspace; change: "created" | "changed" | "deleted";
     copy: the attempt's copy of the workspace (the new file is copy / rel; for "deleted" it is gone);
     workspace: the real workspace (the old file is workspace / rel, for "changed"/"deleted");
     named: relative paths the user named with --file (the task names them).
@@ -250,9 +250,9 @@ def landing(rel: str, kind: str, copy: Path, workspace: Path, named: set[str]) -
     The rule (module docstring): only the user's project, as regular text files, lands. For example
 
         src/app.py, created, text: None (it lands)
-        .venv/lib/python3.11/site-packages/x.pth: 'a .pth file: python runs it at every start'
-        app.cpython-311-x86_64-linux-gnu.so: 'native code (...): only text files land'
-        .pdbrc, not named: 'hidden tool configuration (.pdbrc): ... name it with --file ...'
+        tools/x.pth: 'a .pth file: python runs it at every start'
+        app.cpython-311-x86_64-linux-gnu.so: "a native library's name: python and other loaders ..."
+        .pdbrc, not named: 'hidden tool configuration (.pdbrc): ... naming the file with --file'
     """
     if why := place(rel, copy, workspace):
         return why
@@ -261,7 +261,7 @@ def landing(rel: str, kind: str, copy: Path, workspace: Path, named: set[str]) -
     if hidden and rel not in named:
         return (f"hidden tool configuration ({hidden}): tools read it without being asked; the user can let "
                 "it land by naming the file with --file")
-    if kind == "deleted":
+    if change == "deleted":
         return None
     new = copy / rel
     try:
@@ -286,7 +286,7 @@ def landing(rel: str, kind: str, copy: Path, workspace: Path, named: set[str]) -
     if info.st_mode & SETID:
         return "a set-user-ID or set-group-ID file"
     try:
-        was = os.lstat(workspace / rel).st_mode if kind == "changed" else 0
+        was = os.lstat(workspace / rel).st_mode if change == "changed" else 0
     except OSError:
         was = 0
     if info.st_mode & 0o111 and not was & 0o111 and rel not in named:
