@@ -43,10 +43,11 @@ import protect
 import sandbox
 import transcript
 from transcript import printable
-from screen import (Streamed, asker, console, note, render, show_call, show_changes, show_check, show_end, show_json,
-                    show_reply, show_result, show_usage)
+from screen import (Streamed, answer_on_terminal, asker, console, note, render, show_call, show_changes,
+                    show_check, show_end, show_json, show_reply, show_result, show_usage)
 from tools import TOOLS, Result, Settings, dispatch, inside, parsed, redact, run_shell
 
+__version__ = "0.1.0"  # the same as pyproject.toml's (a test checks)
 EXIT_CODES = {
     0: "the model gave a final answer (printed on stdout); with --check, the check passed",
     1: "the model endpoint failed (unreachable, or an HTTP error after retries)",
@@ -59,9 +60,10 @@ EXIT_CODES = {
 }
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling
-# Qwen2.5's recommended sampling. Greedy decoding (temperature 0) makes a small model repeat the
-# same wrong reply after every note; the seed changes each turn, so a run is still repeatable.
-SAMPLING = {"temperature": 0.7, "top_p": 0.8}
+# Qwen2.5's recommended sampling (the defaults of --temperature, --top-p). Greedy decoding
+# (temperature 0) makes a small model repeat the same wrong reply after every note; the seed
+# changes each turn, so a run is still repeatable.
+SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY_TOKENS}
 CUT = Result(prompts.CUT_OFF, ok=False)
 CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
 KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
@@ -150,8 +152,9 @@ def attempts(task: str, ask, settings: Settings, max_turns: int, hooks, check: s
     for one attempt."""
     for n in range(1, tries + 1):
         copy = changes.copy(settings.workspace, folder / f"attempt-{n}")
-        here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), written=set(),
-                       named={copy / path.relative_to(settings.workspace) for path in settings.named})
+        here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), parts={}, written=set(),
+                       named={copy / path.relative_to(settings.workspace) for path in settings.named},
+                       approve=settings.approve and asker(copy))  # the diff shown is of the file really written
         if check:
             note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
                  log, n=n, workspace=str(copy))
@@ -189,7 +192,8 @@ def named_files(settings: Settings) -> str:
 def attached(paths: list[str], settings: Settings) -> str:
     """Files shown to the model in a message, each under its name, as read_file reads them (the
     same permission checks and cap: a large file comes as its head, with how to read the rest).
-    A file shown whole counts as read, so write_file may replace it."""
+    A file shown whole counts as read, so write_file may replace it; a large one counts as read
+    in part (its head), as after a read_file of it."""
     shown = []
     for path in paths:
         text = dispatch("read_file", json.dumps({"path": path}), settings).text
@@ -294,7 +298,7 @@ def assemble(stream, show, stop) -> ChatCompletion:
 
 
 def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
-           log=lambda event, **data: None, show_request: bool = False):
+           log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING):
     """ask(messages, stop) for `run`: build the request, send it, account for it and show it.
 
     A parser error gets one corrective note and one retry; an overflow compacts the history and
@@ -306,7 +310,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
         while True:
             request = dict(model=model, messages=messages,
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
-                           max_completion_tokens=MAX_REPLY_TOKENS, **SAMPLING, seed=totals["turns"] + 1,
+                           **sampling, seed=totals["turns"] + 1,
                            stream=True, stream_options={"include_usage": True}, timings_per_token=True)
             log("request", turn=totals["turns"] + 1, body=request)
             if show_request:
@@ -391,10 +395,11 @@ def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda 
 
 
 def shrunk(call: dict) -> dict:
-    """A write_file call with its content replaced by a stub (the file is on disk)."""
+    """A write_file call with its content (and an edit's old text) replaced by stubs (the file is on disk)."""
     if call["function"]["name"] != "write_file" or len(call["function"]["arguments"]) <= 200:
         return call
-    stub = json.dumps({**parsed(call["function"]["arguments"]), "content": "[compacted]"})
+    args = parsed(call["function"]["arguments"])
+    stub = json.dumps({**args, **{k: "[compacted]" for k in ("content", "old") if k in args}})
     return {**call, "function": {**call["function"], "arguments": stub}}
 
 
@@ -431,7 +436,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                + "\n".join(f"  {name}" for name in aids.NAMES)
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", nargs="?", help="what the agent should do")
+    parser.add_argument("task", nargs="?", help="what the agent should do; - reads it from stdin")
+    parser.add_argument("--task-file", metavar="PATH", help="read the task from a file (- for stdin)")
     parser.add_argument("--base-url", default=env.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
                         help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
     parser.add_argument("--model", default=env.get("MODEL") or "local-kimi", help="model name (env MODEL)")
@@ -468,7 +474,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="print each request body (with tool schemas) and raw response")
     parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
     parser.add_argument("--render", metavar="FILE", help="print a transcript as a conversation and exit")
+    parser.add_argument("--temperature", type=float, default=env.get("TOOLOOP_TEMPERATURE") or "0.7",
+                        help="sampling temperature (env TOOLOOP_TEMPERATURE; default 0.7)")
+    parser.add_argument("--top-p", type=float, default=env.get("TOOLOOP_TOP_P") or "0.8",
+                        help="nucleus sampling: the share of probability sampled from (env TOOLOOP_TOP_P; default 0.8)")
+    parser.add_argument("--max-reply-tokens", metavar="N", type=int,
+                        default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
+                        help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
+    parser.add_argument("--version", action="version", version=f"tooloop {__version__}")
     args = parser.parse_args(argv)
     args.api_key = env.get("OPENAI_API_KEY") or "local"
     if args.attempts is not None and not args.check:
@@ -477,6 +491,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.runs = Path(env.get("TOOLOOP_RUNS") or "~/.cache/tooloop/runs").expanduser()
     if args.max_turns < 1 or args.timeout <= 0 or args.check_rounds < 1 or args.attempts < 1:
         parser.error("--max-turns, --timeout, --attempts and --check-rounds must be positive")
+    if not (0 <= args.temperature <= 2 and 0 < args.top_p <= 1 and args.max_reply_tokens >= 1):
+        parser.error("--temperature must be 0-2, --top-p above 0 and at most 1, --max-reply-tokens positive")
+    if args.task_file or args.task == "-":  # the task from a file or stdin: one line and exit 2 if there is none
+        if args.task_file and args.task:
+            parser.error("give the task or --task-file, not both")
+        source = args.task_file or "-"
+        try:
+            args.task = (sys.stdin.read() if source == "-" else Path(source).read_text()).strip()
+        except (OSError, UnicodeDecodeError) as error:
+            parser.exit(2, f"tooloop: error: cannot read the task from {source} ({error})\n")
+        if not args.task:
+            parser.exit(2, f"tooloop: error: the task from {'stdin' if source == '-' else source} is empty\n")
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace!r} is not a folder")
     for name in ("replay", "render"):
@@ -493,8 +519,11 @@ def land(workspace: Path, source: Path, settings: Settings, code: int, check: st
     attempt's, unless the run was interrupted (or crashed: the code is still 130); with one, only
     the passing attempt's, as its check saw it. Returns (changes applied, why others were not, a
     line that says where the attempts' files are)."""
+    if not any(folder.iterdir()):  # the run ended before its first attempt began
+        folder.rmdir()
+        return [], [], "no attempt began: the workspace is as it was"
     if code == 130 or (check and code != 0) or not source.is_dir():
-        what = "no attempt passed the check" if code != 130 else "the run was interrupted"
+        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
         return [], [], f"{what}: the workspace is as it was; the attempts' files are in {folder}"
     try:
         landed, refused = changes.apply(changes.diff(workspace, source), source, workspace,
@@ -567,7 +596,9 @@ def main(argv: list[str] | None = None) -> int:
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "attempts": tries, "files": files,
                                         "replay": args.replay})
-        ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request)
+        sampling = {"temperature": args.temperature, "top_p": args.top_p,
+                    "max_completion_tokens": args.max_reply_tokens}
+        ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request, sampling)
         hooks = (lambda here: aids.Hooks()) if args.plain else (lambda here: aids.text_calls(here, hook))
         code, answer, source = attempts(task, ask, settings, args.max_turns, hooks, check, args.check_rounds,
                                         tries, folder, hook)
@@ -598,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "
                                                   "tools to run:", *settings.removed])), style="bold yellow"))
-    if code == 0:
+    if code == 0 and not answer_on_terminal():  # piped, stdout gets the answer plain, for scripts
         print(printable(answer))
     return code
 

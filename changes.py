@@ -15,12 +15,13 @@ trusts are as they were before the run. Those are:
 - files that existed before the run and are tests or test configuration: test files by their
   usual names (`test_*.py`, `*_test.go`, `*.spec.js`, anything under a `tests/` folder), and the
   files that tell a runner what to run (conftest.py, pytest.ini, tox.ini, setup.cfg,
-  pyproject.toml, package.json, Makefile, ...), and every file the check command runs as a program (`python verify.py`, `./check.sh`);
+  pyproject.toml, package.json, Makefile, ...);
 - new files that would configure or replace the runner: a runner configuration file, a module or
   package named like one of the standard library or a test runner (`unittest.py`, `pytest/`),
   `.pth`, sitecustomize and usercustomize files, anywhere.
 
-A test the model writes anew is checked as written. What lands after a passing check is what the
+A script the check runs is not trusted for that alone: in `sh backup.sh` it is often the very
+file the task is about. A test the model writes anew is checked as written. What lands after a passing check is what the
 check saw, so a changed test never reaches the user's files either; the end of the run says so.
 
 Left out on purpose: the code under test can still end its own process with success
@@ -31,7 +32,6 @@ reflinks), so a huge workspace costs its size once per attempt.
 
 import difflib
 import os
-import shlex
 import shutil
 import signal
 import stat
@@ -50,7 +50,6 @@ RUNNER_FILES = {  # lower-cased names of the files that tell a test runner what 
     ".coveragerc", "package.json", "makefile", "gnumakefile", "cargo.toml", "go.mod", "pom.xml",
     "build.gradle", "build.gradle.kts", "cmakelists.txt", "sitecustomize.py", "usercustomize.py",
 }
-INTERPRETERS = {"python", "python3", "sh", "bash", "dash", "zsh", "node", "ruby", "perl", "php"}
 RUNNERS = {"pytest", "_pytest", "py", "pluggy", "nose", "nose2", "hypothesis", "coverage"}
 
 
@@ -169,41 +168,6 @@ def shadows(path: str) -> bool:
     return (len(parts) > 1 or parts[0].endswith(".py")) and (module in sys.stdlib_module_names or module in RUNNERS)
 
 
-def run_by(command: str, workspace: Path) -> set[str]:
-    """The existing files of the workspace that the check command runs as programs: `./check.sh`,
-    `python test_x.py`, `sh run_tests.sh`; not the data it reads (`grep -x 2 n.txt`).
-
-        >>> sorted(run_by("python -q verify.py a.txt && ./t.sh; grep x n.txt", Path("/nonexistent")))
-        []
-    """
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:
-        return set()
-    programs, start = [], True
-    for i, word in enumerate(words):
-        if word and set(word) <= set(";&|()"):
-            start = True
-            continue
-        if start:
-            start = False
-            if os.path.basename(word) in INTERPRETERS:
-                rest = [w for w in words[i + 1:] if not set(w) <= set(";&|()")][:8]
-                if not {"-m", "-c", "-e"} & set(rest) and (args := [w for w in rest if not w.startswith("-")]):
-                    programs.append(args[0])
-            else:
-                programs.append(word)
-    ws = workspace.resolve()
-    found = set()
-    for word in programs:
-        candidate = (ws / word).resolve()
-        if candidate.is_file() and candidate.is_relative_to(ws):
-            found.add(str(candidate.relative_to(ws)).replace(os.sep, "/"))
-    return found
-
-
 def for_check(workspace: Path, attempt: Path, dest: Path, command: str) -> tuple[Path, list[str]]:
     """The copy the check runs on (see the module docstring), and the paths in it that were put
     back as they were before the run, or left out."""
@@ -211,14 +175,13 @@ def for_check(workspace: Path, attempt: Path, dest: Path, command: str) -> tuple
         shutil.rmtree(dest)
     copy(attempt, dest)
     restored = []
-    named = run_by(command, workspace)
     for change in diff(workspace, attempt):
         if change.kind == "created" and (trusted(change.path) and Path(change.path).name.lower() in RUNNER_FILES
                                          or change.path.endswith(".pth") or shadows(change.path)):
             target = dest / change.path
             shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
             restored.append(change.path)
-        elif change.kind != "created" and (trusted(change.path) or change.path in named):
+        elif change.kind != "created" and trusted(change.path):
             target = dest / change.path
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)

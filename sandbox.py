@@ -11,30 +11,37 @@ scripts/setup ask it). Inside the sandbox a command sees:
 - /usr, /etc and the prefix of the Python running tooloop, read-only. Entries of /etc that
   other users may not read (/etc/shadow, private keys) are hidden: root keeps owner rights
   without any capability, so dropping capabilities alone would not hide them.
+- the toolchains that installers put in the user's home (HOME_TOOLCHAINS: rustup and cargo,
+  nvm, go, pyenv, sdkman), read-only at their real paths, their bin folders on PATH; nothing
+  else of the home folder.
 - the workspace read-write at its real path, but the paths there that host tools run or trust
   (.git, __pycache__, hooks folders, shell rc files: protect.py) read-only, and .env and
   credential files empty (a credential folder such as .aws: an empty folder);
 - a private empty /tmp, which is also $HOME; a fresh, read-only /proc; a minimal /dev;
 - no network but its own loopback, no host process or IPC, no capabilities, no new user
   namespaces, no terminal (a new session), a session keyring of its own (empty), and an
-  environment of five variables;
-- per process: CPU time, 1 GiB of address space, 64 MiB per file, 1024 open files, no core
-  dump; for the whole sandbox: 256 tasks and 4 GiB of memory (a cgroup, where we may make
-  one: root with a writable cgroup tree), or 256 tasks through RLIMIT_NPROC (other users).
+  environment of five variables (and RUSTUP_HOME, PYENV_ROOT for those toolchains);
+- per process: CPU time, 1 GiB of data (memory it can write: see RLIMITS), 64 MiB per file,
+  1024 open files, no core dump; for the whole sandbox: 256 tasks and 4 GiB of memory (a
+  cgroup, where we may make one: root with a writable cgroup tree), or 256 tasks through
+  RLIMIT_NPROC (other users).
 
 When the command exits, bwrap exits; --die-with-parent then kills the sandbox's PID 1, and
 the kernel kills everything left in its PID namespace, so background jobs do not survive.
 
 Deliberately left out: a seccomp filter (the whole syscall surface of the kernel stays
 reachable), a network allowlist or proxy, a disk quota on the workspace, /tmp that lasts
-from one call to the next, devices and GPUs, and sandboxes for macOS or Windows (there
-available() is False, and the caller decides what to do).
+from one call to the next, devices and GPUs, the caches toolchains keep in the home folder
+(cargo's registry, ~/go/pkg/mod, ~/.m2: a build needs its dependencies in the workspace, or
+vendored), toolchains elsewhere in the home folder (a Go unpacked into ~/go, ~/sdk), and
+sandboxes for macOS or Windows (there available() is False, and the caller decides what to do).
 """
 
 import atexit
 import ctypes
 import errno
 import functools
+import glob
 import os
 import platform
 import resource
@@ -52,7 +59,13 @@ MAX_TASKS = 256  # processes and threads in one sandbox
 MAX_MEMORY = 4 << 30  # bytes of RAM for one whole sandbox, its /tmp included (cgroup only)
 RLIMITS = {  # per process, soft = hard, so the command cannot raise them again
     resource.RLIMIT_CPU: 300,  # seconds of CPU; the wall-clock timeout is the caller's
-    resource.RLIMIT_AS: 1 << 30,  # a 2 GiB allocation fails; python, gcc, node fit
+    # Memory a process can write (brk, malloc, private writable mappings, thread stacks): a 2 GiB
+    # allocation fails. Not RLIMIT_AS, which counts address space merely reserved: the JVM reserves
+    # a heap of half that limit and 1 GiB for classes before it starts a thread, so under 1 GiB of
+    # address space the mmap of its first thread stack failed ("pthread_create failed (EAGAIN)"),
+    # and glibc, Go, V8 and rustc reserve far more than they use too. What all processes use
+    # together is the memory cgroup's to bound (MAX_MEMORY), where there is one.
+    resource.RLIMIT_DATA: 1 << 30,
     resource.RLIMIT_FSIZE: 64 << 20,  # largest file a process may write
     resource.RLIMIT_NOFILE: 1024,
     resource.RLIMIT_CORE: 0,
@@ -64,6 +77,18 @@ CGROUP_LIMITS = {
 }
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+# Toolchains their usual installers put in the home folder: {folder under $HOME: its bin folders
+# (globs)}. Each folder that exists is bound read-only, its bin folders go on PATH, and so do the
+# folders of tooloop's own PATH inside it (nvm's node: the version the user's shell chose).
+HOME_TOOLCHAINS = {
+    ".rustup": [],  # rustup's toolchains (RUSTUP_HOME); its proxies (cargo, rustc) are in .cargo/bin
+    ".cargo/bin": ["."],  # not all of .cargo: credentials.toml holds the user's registry token
+    ".nvm": [],
+    "go/bin": ["."],  # what `go install` built; not all of ~/go (GOPATH): src may hold the user's code
+    ".pyenv": ["bin", "shims"],  # PYENV_ROOT
+    ".sdkman/candidates": ["*/current/bin"],  # java, gradle, maven, kotlin...
+}
+HOME_VARIABLES = {".rustup": "RUSTUP_HOME", ".pyenv": "PYENV_ROOT"}  # how they find themselves, with $HOME=/tmp
 SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219}.get(platform.machine().lower())
 KEYCTL_JOIN_SESSION_KEYRING = 1
 PR_SET_DUMPABLE = 4  # prctl option
@@ -119,12 +144,14 @@ def environment() -> dict[str, str]:
     interpreters = dict.fromkeys(  # the user's Python comes first on PATH
         [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
     )
+    folders, bins = _home_toolchains()
     return {
-        "PATH": ":".join([*filter(None, interpreters), SYSTEM_PATH]),  # "" would mean the cwd
+        "PATH": ":".join([*filter(None, interpreters), *bins, SYSTEM_PATH]),  # "" would mean the cwd
         "HOME": "/tmp",  # writable, private, and not the real home with its dotfiles
         "LANG": "C.UTF-8",
         "TERM": "dumb",
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ for protect.clean to remove after `python x.py`
+        **{HOME_VARIABLES[name]: path for name, path in folders.items() if name in HOME_VARIABLES},
     }
 
 
@@ -208,7 +235,10 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
     # nor the Python that runs tooloop (a venv in the project): they would execute what it wrote.
     # Each is a mount point the command cannot replace; secrets are masked after, over all of them.
     read_only, masked = protect.mounts(ws)
-    for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws))]:
+    # the home toolchains come after the workspace, so that they stay read-only even in a workspace
+    # that holds them (tooloop run in the home folder): the user's own shell runs them later
+    toolchains = list(_home_toolchains()[0].values())
+    for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws)), *toolchains]:
         argv += ["--ro-bind", path, path]
     for path in masked:  # a secret file reads as nothing; a secret folder (.aws, .ssh) is empty
         argv += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
@@ -291,6 +321,33 @@ def _interpreter_dirs() -> list[str]:
     real_prefix = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
     dirs = dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, real_prefix))
     return [d for d in dirs if d != "/" and d != "/usr" and not d.startswith("/usr/")]
+
+
+def _home_toolchains() -> tuple[dict[str, str], list[str]]:
+    """({name in HOME_TOOLCHAINS: its real path} for those that exist, their bin folders for PATH).
+
+    For example, with rustup installed for the user:
+
+        >>> _home_toolchains()
+        ({'.rustup': '/home/me/.rustup', '.cargo/bin': '/home/me/.cargo/bin'}, ['/home/me/.cargo/bin'])
+
+    Read again at each call (a few stat calls): the user may install one while tooloop runs.
+    """
+    home = os.path.realpath(Path.home())
+    if home == "/":
+        return {}, []  # no home folder: (bind nothing of the root)
+    folders = {name: os.path.realpath(os.path.join(home, name)) for name in HOME_TOOLCHAINS
+               if os.path.isdir(os.path.join(home, name))}
+    # subtle: a folder that is a link out of the home (or to the home itself) is not bound. In a
+    # workspace that is the home folder a command could plant `.nvm -> /etc/ssl/private`, and these
+    # binds come after the ones that hide the secrets of /etc.
+    folders = {name: path for name, path in folders.items() if Path(path).is_relative_to(home) and path != home}
+    own = [os.path.realpath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    bins = [p for p in own if any(Path(p).is_relative_to(folder) for folder in folders.values())]
+    for name, folder in folders.items():
+        bins += [os.path.realpath(p) for pattern in HOME_TOOLCHAINS[name]
+                 for p in sorted(glob.glob(os.path.join(folder, pattern)))]
+    return folders, [p for p in dict.fromkeys(bins) if os.path.isdir(p)]
 
 
 @functools.cache

@@ -2,12 +2,15 @@
 
 Text from the model, tools, files or the server always goes through transcript.printable (no
 escape sequence reaches the terminal) and is printed as rich Text, never as markup. stdout gets
-only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works.
+only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works;
+on a terminal the answer is shown once, formatted (answer_on_terminal). NO_COLOR=1 turns colour
+off (rich reads it).
 """
 
 import difflib
 import json
 import os
+import sys
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
@@ -73,10 +76,17 @@ class Streamed:
 
 
 def show_call(name: str, arguments: str) -> None:
-    args = {k: printable(v) for k, v in parsed(arguments).items() if isinstance(v, str)}
+    values = parsed(arguments)
+    args = {k: printable(v) for k, v in values.items() if isinstance(v, str)}
+    lines = " ".join(f"{k} {values[k]}" for k in ("start", "lines") if isinstance(values.get(k), int))  # a range read
     console.print(Text.assemble(("→ ", "cyan"), (printable(name), "bold cyan"), " ",
-                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan")))
-    if name == "write_file" and "content" in args:
+                                (args.get("path") or args.get("command") or printable(str(arguments)), "cyan"),
+                                (f" ({lines})" if lines else "", "cyan")))
+    if name == "write_file" and "old" in args and "content" in args:  # an edit: what goes, what comes
+        lines = [f"-{line}" for line in args["old"].splitlines()]
+        lines += [f"+{line}" for line in args["content"].splitlines()]
+        console.print(Syntax("\n".join(lines), "diff", word_wrap=True))
+    elif name == "write_file" and "content" in args:
         lexer = Syntax.guess_lexer(args.get("path", ""), args["content"])
         console.print(Syntax(args["content"], lexer, line_numbers=True, word_wrap=True))
 
@@ -124,6 +134,12 @@ def show_changes(landed: list[dict], refused: list[str], where: str) -> None:
     console.print(Text(printable(where), style="dim"))
 
 
+def answer_on_terminal() -> bool:
+    """Whether show_end's answer is on the terminal that stdout shows too: then agent.main does
+    not print it again. (Piped, or with --quiet, stdout gets the answer, plain, for scripts.)"""
+    return sys.stdout.isatty() and sys.stderr.isatty() and not console.quiet
+
+
 def show_end(code: int, answer: str, meaning: str) -> None:
     if answer and code == 0:
         console.print(Markdown(printable(answer)))
@@ -165,8 +181,9 @@ def asker(workspace: Path):
             target, real = Path(os.path.normpath(workspace / args["path"])), (workspace / args["path"]).resolve()
             link = f" (a link to {real.relative_to(workspace)})" if real != target else ""
             console.print(Text(printable(f"write {args['path']}{link}"), style="bold"))
-            old = real.read_text(errors="replace").splitlines(True) if real.is_file() else []
-            diff = "".join(difflib.unified_diff(old, args["content"].splitlines(True),
+            text = real.read_text(errors="replace") if real.is_file() else ""
+            new = text.replace(args["old"], args["content"], 1) if args.get("old") else args["content"]
+            diff = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
                                                 f"a/{args['path']}", f"b/{args['path']}"))
             console.print(Syntax(printable(diff) or "(no change)", "diff"))
         else:

@@ -6,14 +6,22 @@ function from `IMPLEMENTATIONS`, and turns every failure into a `Result` whose t
 `Error:`, for the model to correct itself. Nothing in here raises into the loop. Tool output is
 data: never parsed for instructions, so a file that says "ignore your rules" changes nothing.
 
-Left out on purpose: edit/patch/search tools (the shell has grep and sed), globbing, web access,
-and any tool state kept between calls (each shell command is its own process).
+Files of any size: read_file shows a range of lines (all of a small file), and write_file,
+given `old`, replaces that one exact piece of a file instead of the whole. The model changes only
+what it has seen: a whole file is replaced only once it was read whole (in one read, or in parts
+that together showed every line), and an edit needs no read, since quoting `old` exactly, once,
+is the proof that it saw that part.
+
+Left out on purpose: patch formats and search tools (the shell has grep), fuzzy matching of `old`
+(a near miss is an error that shows the closest lines), noticing that a command changed a file
+after it was read, globbing, web access, and tool state other than what was read (each shell
+command is its own process).
 """
 
+import difflib
 import json
 import os
 import re
-import shlex
 import selectors
 import signal
 import stat
@@ -27,7 +35,7 @@ from typing import Callable
 import protect
 import sandbox
 
-READ_CAP = 6_000  # bytes of a file handed to the model: 1,500-3,500 tokens that every later request carries
+READ_CAP = 6_000  # bytes of a file handed to the model in one read: 1,500-3,500 tokens that every later request carries
 OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
 
 # What goes over the wire, exactly. Descriptions are short: every request pays for them.
@@ -36,10 +44,14 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "read_file",
-            "description": "Read a UTF-8 text file in the workspace.",
+            "description": "Read a UTF-8 text file in the workspace: all of it, or the lines from start.",
             "parameters": {
                 "type": "object",
-                "properties": {"path": {"type": "string", "description": "Path relative to the workspace."}},
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the workspace."},
+                    "start": {"type": "integer", "description": "First line to show (default 1)."},
+                    "lines": {"type": "integer", "description": "How many lines (default: as many as fit)."},
+                },
                 "required": ["path"],
             },
         },
@@ -48,12 +60,15 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "write_file",
-            "description": "Create a text file in the workspace, or replace one you have read, with the full new content.",
+            "description": "Create a text file in the workspace, or replace one you have read, with the full new "
+                           "content; or, with old, replace one part of a file.",
             "parameters": {
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Path relative to the workspace."},
-                    "content": {"type": "string", "description": "The complete file content."},
+                    "content": {"type": "string",
+                                "description": "The complete file content, or with old: what replaces old."},
+                    "old": {"type": "string", "description": "Exact text that occurs once in the file."},
                 },
                 "required": ["path", "content"],
             },
@@ -86,6 +101,7 @@ class Settings:
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
     seen: set[Path] = field(default_factory=set)  # files read whole or written in this run
+    parts: dict[Path, set[int]] = field(default_factory=dict)  # line numbers shown of files read in parts
     written: set[Path] = field(default_factory=set)  # files written in this run (a failed check shows them)
     named: set[Path] = field(default_factory=set)  # files the user named with --file
     removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
@@ -126,7 +142,37 @@ def inside(path: str, settings: Settings) -> Path:
     return target
 
 
-def read_file(path: str, *, settings: Settings) -> str:
+def hard_linked(target: Path, info: os.stat_result, settings: Settings) -> bool:
+    """Has the file at `target` (`info` is its stat) other hard links? A hard link may be a way to
+    a file outside the workspace. When the run works on a copy, the user's file at the same place
+    counts too: the copy of a hard link is a file with one link that holds the outside file's content."""
+    if info.st_nlink > 1:
+        return True
+    if settings.original is None:
+        return False
+    try:
+        original = os.lstat(settings.original / target.relative_to(settings.workspace.resolve()))
+    except (OSError, ValueError):  # not in the user's workspace: the run made it
+        return False
+    return stat.S_ISREG(original.st_mode) and original.st_nlink > 1
+
+
+def read_file(path: str, start: int = 1, lines: int | None = None, *, settings: Settings) -> str:
+    """The file's text as it is, if it fits in READ_CAP bytes. Otherwise, or when asked for a range,
+    the lines from `start` (counted from 1) that fit, `lines` of them at most, and then one line
+    in brackets that says which lines of how many they are, and how to read on and to edit.
+    For example, on a file of 1,500 lines:
+
+        read_file("big.py", start=201, lines=2)  ->  'def area(r):\n    return 3.14 * r * r\n'
+            '[lines 201-202 of 1500 in big.py. To read on: read_file with start=203. To change a part: '
+            'write_file with old (the exact text) and content (its replacement).]'
+
+    Lines are not numbered: the model copies what it sees into write_file's `old`, and a number
+    there would not match. A line longer than READ_CAP is shown cut, and never counts as read.
+    A file is read whole once every line was shown, in one read or in several (settings.parts).
+    """
+    if start < 1 or (lines is not None and lines < 1):
+        raise ValueError("start and lines must be 1 or more")
     target = inside(path, settings)
     # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the name resolve() checked is the file.
     fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -134,43 +180,90 @@ def read_file(path: str, *, settings: Settings) -> str:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise Refused(f"{path!r} is not a regular file")
-        if info.st_nlink > 1:  # a hard link may be a way to a file outside the workspace
+        if hard_linked(target, info, settings):
             raise Refused(f"{path!r} has other hard links")
-        data = f.read(READ_CAP + 1)
-    if b"\0" in data[:8192]:
-        raise ValueError(f"{path!r} looks binary; only text files can be read")
-    text = data[:READ_CAP].decode("utf-8", errors="replace")
-    if len(data) > READ_CAP:
-        text += (f"\n[cut: the file has {info.st_size} bytes; this shows the first {READ_CAP}. For the "
-                 f"rest use run_shell, e.g. grep -n WORD {shlex.quote(path)}, or sed -n 200,300p {shlex.quote(path)}]")
-    else:
+        if b"\0" in f.read(8192):
+            raise ValueError(f"{path!r} looks binary; only text files can be read")
+        f.seek(0)
+        total, shown, cut = _lines(f, start, lines)
+    if start > max(total, 1):
+        raise ValueError(f"start={start} is past the end: {path} has {total} lines")
+    text = b"".join(piece for _, piece in shown).decode("utf-8", errors="replace")
+    first, last = (shown[0][0], shown[-1][0]) if shown else (1, 0)
+    if first == 1 and last == total and not cut:
         settings.seen.add(target)  # seen whole: write_file may now replace it
-    return text
+        return text
+    read = settings.parts.setdefault(target, set())
+    read.update(n for n, _ in shown if n not in cut)
+    if len(read) >= total and all(n in read for n in range(1, total + 1)):  # every line, in parts: as good as whole
+        settings.seen.add(target)
+    said = f"[lines {first}-{last} of {total} in {path}"
+    said += f"; line {', '.join(map(str, cut))} is cut at {READ_CAP} bytes" if cut else ""
+    said += f". To read on: read_file with start={last + 1}." if last < total else " (the end)."
+    return (text if text.endswith("\n") else text + "\n") + said + (
+        " To change a part: write_file with old (the exact text) and content (its replacement).]")
 
 
-def write_file(path: str, content: str, *, settings: Settings) -> str:
+def _lines(f, start: int, lines: int | None) -> tuple[int, list[tuple[int, bytes]], list[int]]:
+    """Read an open file through: (its number of lines, [(number, bytes) of each line shown],
+    the numbers of lines shown cut). Lines are shown from `start`, `lines` of them at most, while
+    they fit in READ_CAP bytes.
+
+    subtle: readline(READ_CAP) never holds more than READ_CAP bytes, so a line longer than that
+    (minified code, a data dump) comes in pieces: its first piece is shown, the rest only skipped.
+    """
+    last = start + lines - 1 if lines else None
+    number, size, shown, cut, fits, new_line = 0, 0, [], [], True, True
+    while piece := f.readline(READ_CAP):
+        if not new_line:  # the rest of a long line
+            if shown and shown[-1][0] == number and number not in cut:
+                cut.append(number)
+        else:
+            number += 1
+            if start <= number and (last is None or number <= last) and fits:
+                fits = size + len(piece) <= READ_CAP or not shown  # (a first line always shows)
+                if fits:
+                    shown.append((number, piece))
+                    size += len(piece)
+        new_line = piece.endswith(b"\n")
+    return number, shown, cut
+
+
+def write_file(path: str, content: str, old: str | None = None, *, settings: Settings) -> str:
+    """Write `content` as the whole file, or, given `old`, in place of the one place where `old`
+    occurs in it. The result says what changed, in bytes and lines, or in line numbers:
+
+        write_file("a.py", "b = 2\n", old="b = 1\n")  ->  "edited a.py: replaced lines 2-2 with 1 lines;
+            the file has 3 lines now"
+    """
     target = inside(path, settings)
-    if target.exists() and (not target.is_file() or target.stat().st_nlink > 1):
+    if target.exists() and (not target.is_file() or hard_linked(target, target.stat(), settings)):
         raise Refused(f"{path!r} is not a plain file")
-    old = target.read_text(errors="replace") if target.exists() else None
-    if old is not None and target not in settings.seen:
-        # a blind overwrite loses what it did not see
-        raise Refused(f"{path!r} exists and you have not read it yet: read_file it first, then write "
-                      "its whole new content")
-    broken = path.endswith(".py") and syntax_error(content)
-    if broken and not (old is not None and syntax_error(old)):
+    # surrogateescape: bytes that are not UTF-8 come back as they were, around an edit too
+    before = target.read_bytes().decode("utf-8", "surrogateescape") if target.exists() else None
+    content.encode()  # a lone surrogate from the model fails here, before anything is written
+    if old is not None:
+        after, said = edited(path, before, old, content)
+    elif before is not None and target not in settings.seen:
+        raise Refused(unread(path, target, before, settings))  # a blind overwrite loses what it did not see
+    else:
+        after = content
+        said = f"wrote {len(content.encode())} bytes ({count_lines(content)} lines) to {path}"
+    broken = path.endswith(".py") and syntax_error(after)
+    if broken and not (before is not None and syntax_error(before)):
         # a small model writes markup or prose over a working file as easily as code
+        again = "make the edit again" if old is not None else "write the whole file again"
         raise Refused(f"the new content is not valid Python ({broken}), so {path} was left as it was; "
-                      "write the whole file again with the error fixed")
-    if target.exists() and target.read_bytes() == content.encode(errors="surrogatepass"):
+                      f"{again} with the error fixed")
+    if after == before:
         return f"{path} already holds exactly this content: nothing changed"
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
+        with os.fdopen(fd, "wb") as f:
+            f.write(after.encode("utf-8", "surrogateescape"))
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644)
@@ -178,10 +271,71 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     except BaseException:
         os.unlink(tmp)
         raise
-    settings.seen.add(target)
+    if old is None:
+        settings.seen.add(target)
+    settings.parts.pop(target, None)  # after an edit, the line numbers read have moved
     settings.written.add(target)
-    lines = content.count("\n") + (not content.endswith("\n") and content != "")
-    return f"wrote {len(content.encode())} bytes ({lines} lines) to {path}"
+    return said
+
+
+def edited(path: str, text: str | None, old: str, new: str) -> tuple[str, str]:
+    """`text` with its one `old` replaced by `new`, and what changed, in line numbers. Every way
+    this can fail is an error the model can act on: where the nearest text is, how often `old`
+    occurs."""
+    if text is None:
+        raise ValueError(f"{path} does not exist: to create it, give its whole content without old")
+    if not old:
+        raise ValueError("old is empty: give the exact text to replace, or leave old out to write the whole file")
+    if old not in text and "\r\n" in text and "\r" not in old:  # a file with Windows line ends, quoted without
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    found, at = [], text.find(old)
+    while at != -1:
+        found.append(at)
+        at = text.find(old, at + 1)
+    if not found:
+        raise ValueError(f"old does not occur in {path}. " + nearest(text, old))
+    if len(found) > 1:
+        at = ", ".join(str(text.count("\n", 0, i) + 1) for i in found[:10])
+        raise ValueError(f"old occurs {len(found)} times in {path} (at lines {at}): give more of the lines "
+                         "around it, so that it occurs once")
+    first = text.count("\n", 0, found[0]) + 1
+    after = text[:found[0]] + new + text[found[0] + len(old):]
+    return after, (f"edited {path}: replaced lines {first}-{first + count_lines(old) - 1} with "
+                   f"{count_lines(new)} lines; the file has {count_lines(after)} lines now")
+
+
+def count_lines(text: str) -> int:
+    """Lines as an editor counts them: count_lines("a\nb") == count_lines("a\nb\n") == 2."""
+    return text.count("\n") + (not text.endswith("\n") and text != "")
+
+
+def nearest(text: str, old: str) -> str:
+    """Where the file comes nearest to `old`, for the model to copy from: the line most like the
+    first line of `old`, and as many lines after it as `old` has. Spaces at either end are ignored
+    in finding it (a wrong indent is the usual miss), not in showing it."""
+    lines, wanted = text.splitlines(), old.strip("\n").splitlines()
+    head = next((line.strip() for line in wanted if line.strip()), "")
+    stripped = [line.strip() for line in lines]
+    match = difflib.get_close_matches(head, stripped, n=1, cutoff=0.6)
+    if not match:
+        return "Read the part you mean to change, and copy old from it exactly."
+    i = stripped.index(match[0])
+    j = min(len(lines), i + max(len(wanted), 1))
+    shown = "\n".join(lines[i:j])
+    return (f"The nearest text is at lines {i + 1}-{j}:\n{shown}\nCopy old exactly as the file has it, "
+            "spaces and indentation too.")
+
+
+def unread(path: str, target: Path, text: str, settings: Settings) -> str:
+    """Why a whole write of `path` is refused: it was not read, or only in part (and then how to go on)."""
+    read = settings.parts.get(target)
+    if read is None:
+        return f"{path!r} exists and you have not read it yet: read_file it first, then write its whole new content"
+    total = count_lines(text)
+    missing = next(n for n in range(1, total + 2) if n not in read)
+    return (f"{path!r} has {total} lines and you have read only some of them, so it cannot be replaced whole: "
+            f"change a part with old (the exact text to replace) and content, or read on from line {missing} "
+            "(read_file with start) before writing it whole")
 
 
 def syntax_error(source: str) -> str | None:
@@ -293,7 +447,7 @@ def _now() -> float:
 
 IMPLEMENTATIONS = {"read_file": read_file, "write_file": write_file, "run_shell": run_shell}
 SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
-JSON_TYPES = {"string": str}
+JSON_TYPES = {"string": str, "integer": int}
 
 
 def validate(name: str, args: dict) -> str | None:
@@ -301,8 +455,9 @@ def validate(name: str, args: dict) -> str | None:
     schema = SCHEMAS[name]
     missing = [k for k in schema["required"] if k not in args]
     extra = [k for k in args if k not in schema["properties"]]
-    wrong = [f"{k} must be a {schema['properties'][k]['type']}" for k, v in args.items()
-             if k in schema["properties"] and not isinstance(v, JSON_TYPES[schema["properties"][k]["type"]])]
+    wrong = [f"{k} must be {'an' if kind == 'integer' else 'a'} {kind}" for k, v in args.items()
+             if (kind := schema["properties"].get(k, {}).get("type")) and (
+                 not isinstance(v, JSON_TYPES[kind]) or isinstance(v, bool))]  # (True is an int in Python)
     problems = ([f"missing argument(s): {', '.join(missing)}"] if missing else []) + \
                ([f"unexpected argument(s): {', '.join(extra)}"] if extra else []) + wrong
     return "; ".join(problems) or None
@@ -349,6 +504,8 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
         return error(f"the arguments are not valid JSON ({problem})")
     if not isinstance(args, dict):
         return error("the arguments must be a JSON object")
+    # some models send every parameter, null for those they leave out: a null is an argument not given
+    args = {k: v for k, v in args.items() if v is not None or k in SCHEMAS[name]["required"]}
     problem = validate(name, args)
     if problem:
         return error(problem)

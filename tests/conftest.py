@@ -68,3 +68,15 @@ def runs_folder(tmp_path_factory, monkeypatch):
     folder = tmp_path_factory.mktemp("runs")
     monkeypatch.setenv("TOOLOOP_RUNS", str(folder))
     return folder
+
+
+@pytest.fixture
+def attempt(runs_folder):
+    """attempt(n=1): the last run's copy of the workspace for its n-th attempt, as the run left it.
+    The tools and the shell work there; only its regular files land in the workspace (changes.py)."""
+    def path(n: int = 1) -> Path:
+        runs = [folder for folder in runs_folder.iterdir() if folder.is_dir()]
+        assert runs, f"no run kept its attempts in {runs_folder}"
+        # the last run's folder is the one changed last: each attempt is created in it after it
+        return max(runs, key=lambda folder: folder.stat().st_mtime_ns) / f"attempt-{n}"
+    return path

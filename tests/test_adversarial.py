@@ -174,6 +174,12 @@ def assert_no_secret(fake) -> None:
         assert SECRET not in transcript.read_text()
 
 
+def landing() -> dict:
+    """The last run's `changes` event: what of its copy landed in the workspace, and what did not, and why."""
+    recorded = [json.loads(line) for line in Path("transcript.jsonl").read_text().splitlines()]
+    return [event for event in recorded if event["event"] == "changes"][-1]
+
+
 def made(ws: Path) -> list[str]:
     """What is in the workspace besides its .git."""
     return sorted(p.name for p in ws.iterdir() if p.name != ".git")
@@ -260,12 +266,14 @@ def test_read_through_a_symlink_planted_by_the_user_is_refused(run_agent, fake, 
 @needs_bwrap
 @pytest.mark.parametrize("target", ["/etc/passwd", "/proc/self/environ", "/dev/zero", "../outside/secret.txt"])
 def test_read_through_a_symlink_planted_by_the_shell_is_refused(run_agent, fake, workspace, outside_changes,
-                                                                  target):
+                                                                  attempt, target):
     planted, result = attack(run_agent, fake, shell(f"ln -s {target} p && echo planted"),
                              call("read_file", path="p"))
     assert planted == "exit code: 0\n--- stdout ---\nplanted\n"  # the sandbox may make links...
-    assert os.readlink(workspace / "p") == target
-    assert result == outside_the_workspace("p")  # ...but the file tools do not follow them out
+    assert os.readlink(attempt() / "p") == target  # (in the run's copy of the workspace)
+    assert result == outside_the_workspace("p")  # ...but the file tools do not follow them out...
+    assert not os.path.lexists(workspace / "p")  # ...and a link never lands in the user's workspace
+    assert landing()["refused"] == ["p: not a regular file"]
     assert outside_changes() == []
 
 
@@ -296,28 +304,35 @@ def test_the_shell_cannot_hardlink_a_file_from_outside(run_agent, fake, workspac
 
 
 @needs_bwrap
-def test_a_fifo_planted_by_the_shell_neither_hangs_nor_is_read(run_agent, fake, workspace, outside_changes):
+def test_a_fifo_planted_by_the_shell_neither_hangs_nor_is_read(run_agent, fake, workspace, outside_changes, attempt):
     with fails_if_blocked(20):
         planted, read, write = attack(run_agent, fake, shell("mkfifo f"), call("read_file", path="f"),
                                       call("write_file", path="f", content="x"))
     assert planted == "exit code: 0"
     assert read == "Error: Refused: 'f' is not a regular file"
     assert write == "Error: Refused: 'f' is not a plain file"
-    assert stat.S_ISFIFO((workspace / "f").lstat().st_mode)
+    assert stat.S_ISFIFO((attempt() / "f").lstat().st_mode)  # in the run's copy of the workspace...
+    assert not os.path.lexists(workspace / "f")  # ...and a FIFO never lands in the user's workspace
     assert outside_changes() == []
 
 
 @needs_bwrap
 def test_a_device_node_in_the_workspace_is_refused_by_read_file_and_unusable_in_the_shell(
-        run_agent, fake, workspace, outside_changes):
+        run_agent, fake, workspace, outside_changes, attempt):
+    """A device node the user has in the workspace is not copied into the run's copy (changes.copy: only
+    regular files, folders and symlinks are), so neither read_file nor the shell finds it at all; it stays
+    in the workspace as it was. (Behind that, the copy is mounted nodev: a node there would not open.)"""
     try:  # only root can make one; the sandboxed shell cannot (see test_mknod_fails)
         os.mknod(workspace / "zero", 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero's numbers
     except PermissionError:
         pytest.skip("making a device node needs root")
     read, used = attack(run_agent, fake, call("read_file", path="zero"), shell("head -c 4 zero | od -An -tx1"))
-    assert read == "Error: Refused: 'zero' is not a regular file"
-    assert "cannot open 'zero' for reading: Permission denied" in used  # the workspace is mounted nodev
+    copy = attempt().resolve()
+    assert read == f"Error: FileNotFoundError: [Errno 2] No such file or directory: '{copy / 'zero'}'"
+    assert "cannot open 'zero' for reading: No such file or directory" in used
     assert "00 00" not in used
+    assert not os.path.lexists(copy / "zero")
+    assert stat.S_ISCHR((workspace / "zero").lstat().st_mode)  # the user's node: not deleted by the landing
     assert outside_changes() == []
 
 
@@ -328,7 +343,7 @@ def test_a_huge_file_is_read_capped(run_agent, fake, workspace, outside_changes)
                            call("read_file", path="huge.txt"))
     assert created == "exit code: 0"
     assert read.startswith("abcdefghi\n" * 100)
-    assert f"\n[cut: the file has {size} bytes; this shows the first {tools.READ_CAP}. " in read
+    assert "\n[lines 1-600 of 3000000 in huge.txt. To read on: read_file with start=601. " in read
     assert len(read) < tools.READ_CAP + 200  # the cap and one line saying how to see the rest
     assert outside_changes() == []
 
@@ -967,11 +982,12 @@ print("forged", target)
 @needs_bwrap
 @pytest.mark.parametrize("cache", ["new", "existing"])
 def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fake, workspace, outside_changes,
-                                                                  cache):
+                                                                  attempt, cache):
     """Protected paths (__pycache__, *.pyc): bytecode a command forges for mod.py, stamped with the source's
-    mtime and size so that python would run it instead, is removed (a new __pycache__ whole, a changed .pyc
-    in the user's own); the user's `python prog.py` on the host runs mod.py. An ordinary `python prog.py`
-    in the sandbox writes no bytecode at all."""
+    mtime and size so that python would run it instead, is removed from the run's copy (a new __pycache__
+    whole, a changed .pyc in the user's own), and no bytecode lands: the user's own .pyc is as it was, and
+    the user's `python prog.py` on the host runs mod.py. An ordinary `python prog.py` in the sandbox writes
+    no bytecode at all."""
     (workspace / "mod.py").write_text("def hello():\n    print('real')\n")
     (workspace / "prog.py").write_text("import mod\nmod.hello()\n")
     pyc = f"__pycache__/mod.{sys.implementation.cache_tag}.pyc"
@@ -979,12 +995,14 @@ def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fak
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run([sys.executable, "prog.py"], cwd=workspace, env=env, check=True, capture_output=True)
         assert (workspace / pyc).is_file()
+    before = (workspace / pyc).read_bytes() if cache == "existing" else None
     ran, forged = attack(run_agent, fake, shell("python3 prog.py"), shell(f"python3 -c {shlex.quote(FORGE)}"))
     assert ran == "exit code: 0\n--- stdout ---\nreal\n"  # PYTHONDONTWRITEBYTECODE: nothing to remove
     gone = "__pycache__/" if cache == "new" else pyc
     assert forged == removed_after(f"exit code: 0\n--- stdout ---\nforged {pyc}\n", gone)
     assert made(workspace) == sorted(["mod.py", "prog.py"] + (["__pycache__"] if cache == "existing" else []))
-    assert not (workspace / pyc).exists()
+    assert not (attempt() / pyc).exists()  # removed where the command ran...
+    assert ((workspace / pyc).read_bytes() if cache == "existing" else None) == before  # ...and none landed
     host = subprocess.run([sys.executable, "prog.py"], cwd=workspace, capture_output=True, text=True)
     assert host.stdout == "real\n"
     assert outside_changes() == []
@@ -996,10 +1014,13 @@ def secret_refused(path: str) -> str:
 
 
 @needs_bwrap
-def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent, fake, workspace, outside_changes):
-    """Protected paths (secrets: .env, .env.*, .envrc): read_file refuses them, also through a link; in the
-    sandbox they read as nothing however they are read or copied (base64, cut, sed into another file). A
-    template (.env.example) is an ordinary file."""
+def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent, fake, workspace, outside_changes,
+                                                                      attempt):
+    """Protected paths (secrets: .env, .env.*, .envrc): they are not copied into the run's copy of the
+    workspace (changes.copy), so in the sandbox they are not there however they are read or copied (base64,
+    cut, sed into another file); read_file refuses them by name, also through a link; the user's stay as
+    they were. A template (.env.example) is an ordinary file. (tests/test_sandbox.py: a secret in the
+    folder the sandbox mounts reads as nothing.)"""
     token = f"tok-{os.getpid()}-dotenv-secret"
     (workspace / ".env").write_text(f"API_TOKEN={token}\n")
     (workspace / ".env.local").write_text(f"TOKEN={token}\n")
@@ -1008,9 +1029,9 @@ def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent,
         run_agent, fake, shell("base64 -w0 .env"), shell("cut -d= -f2 .env.local; sed -n p .env > copy.txt; cat copy.txt"),
         call("read_file", path=".env"), shell("ln -s .env e"), call("read_file", path="e"),
         call("read_file", path=".env.example"))
-    assert encoded == "exit code: 1\n--- stderr ---\nbase64: .env: Permission denied\n"
-    assert copied == ("exit code: 0\n--- stderr ---\ncut: .env.local: Permission denied\n"
-                      "sed: can't read .env: Permission denied\n")
+    assert encoded == "exit code: 1\n--- stderr ---\nbase64: .env: No such file or directory\n"
+    assert copied == ("exit code: 0\n--- stderr ---\ncut: .env.local: No such file or directory\n"
+                      "sed: can't read .env: No such file or directory\n")
     assert read == secret_refused(".env")
     assert linked == "exit code: 0"
     assert through == secret_refused("e")
@@ -1018,12 +1039,16 @@ def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent,
     assert token not in json.dumps(fake.requests)
     assert token not in (workspace.parent / "transcript.jsonl").read_text()
     assert (workspace / ".env").read_text() == f"API_TOKEN={token}\n" and (workspace / "copy.txt").read_text() == ""
+    assert (workspace / ".env.local").read_text() == f"TOKEN={token}\n" and not os.path.lexists(workspace / "e")
+    assert landing()["refused"] == ["e: not a regular file"]
+    assert sorted(p.name for p in attempt().iterdir()) == [".env.example", ".git", "copy.txt", "e"]
     assert outside_changes() == []
 
 
 @needs_bwrap
-def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspace, outside_changes):
-    """Protected paths, in any case: on macOS and Windows (WSL) filesystems .GIT is .git and .Env is .env."""
+def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspace, outside_changes, attempt):
+    """Protected paths, in any case: on macOS and Windows (WSL) filesystems .GIT is .git and .Env is .env
+    (a secret: not copied into the run's copy, so the shell does not find it)."""
     token = f"tok-{os.getpid()}-case"
     (workspace / ".Env").write_text(f"TOKEN={token}\n")
     git, env, read, cat, planted = attack(
@@ -1033,9 +1058,10 @@ def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspa
     assert git == host_trusted(".GIT/config", ".GIT")
     assert env == host_trusted(".Env")
     assert read == secret_refused(".Env")
-    assert cat == "exit code: 1\n--- stderr ---\ncat: .Env: Permission denied\n"
+    assert cat == "exit code: 1\n--- stderr ---\ncat: .Env: No such file or directory\n"
     assert planted == removed_after("exit code: 0\n--- stdout ---\nplanted\n", ".GIT/")
     assert made(workspace) == [".Env"] and (workspace / ".Env").read_text() == f"TOKEN={token}\n"
+    assert made(attempt()) == []  # neither the secret nor the planted .GIT in the copy
     assert token not in json.dumps(fake.requests)
     assert outside_changes() == []
 
@@ -1098,7 +1124,7 @@ def test_the_users_session_keyring_is_out_of_reach(run_agent, fake, outside_chan
 # --- the dispatcher never raises -------------------------------------------------------------
 
 @pytest.mark.parametrize("tool", ["read_file", "write_file"])
-def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, outside_changes, tool):
+def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, outside_changes, attempt, tool):
     """The dispatcher never raises: a symlink loop (RuntimeError in Path.resolve), a lone surrogate
     (UnicodeEncodeError), a 300-byte name and a 5000-byte path each come back as an error value, and
     the run goes on to its answer."""
@@ -1109,7 +1135,7 @@ def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, 
     code, _, err = run_agent(*map(reply, calls), *done(), flags=["--plain"])
     assert code == 0, err
     assert tool_results(fake.requests[-1]) == [
-        f"Error: permission denied: 'a' cannot be resolved (Symlink loop from '{workspace.resolve() / 'a'}')",
+        f"Error: permission denied: 'a' cannot be resolved (Symlink loop from '{attempt().resolve() / 'a'}')",
         "Error: permission denied: the path '\\ud800' is not valid UTF-8 text",
         "Error: permission denied: a name in the path is 300 bytes long; the limit is 255",
         "Error: permission denied: the path is 5000 bytes long; the limit is 4095",

@@ -114,7 +114,9 @@ def test_credentials_in_an_unreachable_base_url_are_not_in_the_error_line(worksp
     [line] = [line for line in err.splitlines() if line.startswith("error:")]
     assert line.startswith(f"error: cannot reach the model endpoint at http://***@127.0.0.1:{port}/v1 (")
     assert PASSWORD not in err and PASSWORD not in log.read_text()
-    assert [e["event"] for e in events(log)] == (["end"] if flags == [] else ["start", "request", "end"])
+    assert [e["event"] for e in events(log)] == (["changes", "end"] if flags == [] else
+                                                 ["start", "request", "changes", "end"])
+    assert [e for e in events(log) if e["event"] == "changes"][0]["landed"] == []
 
 
 # --- terminal escapes from the server and in the approval prompt ------------------------------
@@ -166,7 +168,9 @@ def test_the_approval_prompt_names_the_file_a_write_really_replaces(run_agent, f
     at = lines.index(shown)  # the name, then the diff, then the question
     assert lines[at + 1:at + 6] == [f"--- a/{path}", f"+++ b/{path}", "@@ -1 +1 @@", "-old", "+new"]
     assert lines[at + 7].startswith("allow? ")
-    assert (workspace / path).read_text() == "new\n"
+    real = shown.rpartition("(a link to ")[2].removesuffix(")") if "(a link to " in shown else path
+    assert (workspace / real).read_text() == "new\n"  # the file really replaced lands; a planted link does not
+    assert not (workspace / path).is_symlink() and not (workspace / path.split("/")[0]).is_symlink()
 
 
 # --- transcripts: planted FIFOs ----------------------------------------------------------------

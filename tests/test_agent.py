@@ -122,8 +122,9 @@ def test_tools_and_implementations_agree():
     for schema in tools.TOOLS:
         fn = tools.IMPLEMENTATIONS[schema["function"]["name"]]
         params = schema["function"]["parameters"]
-        positional = [p.name for p in inspect.signature(fn).parameters.values() if p.kind != p.KEYWORD_ONLY]
-        assert positional == list(params["properties"]) == params["required"]
+        positional = [p for p in inspect.signature(fn).parameters.values() if p.kind != p.KEYWORD_ONLY]
+        assert [p.name for p in positional] == list(params["properties"])
+        assert [p.name for p in positional if p.default is p.empty] == params["required"]  # the rest are optional
         assert all(p["type"] in tools.JSON_TYPES for p in params["properties"].values())
 
 
@@ -153,7 +154,8 @@ def test_read_file_caps_size_and_refuses_binary(run_agent, fake, workspace):
     run_agent(reply(call("read_file", path="big.txt")), reply(call("read_file", path="blob.bin")), answer("ok"))
     big, blob = (m["content"] for m in tool_messages(fake.requests[2]))
     assert big.startswith("x" * tools.READ_CAP)
-    assert f"this shows the first {tools.READ_CAP}. For the rest use run_shell, e.g. grep -n WORD big.txt" in big
+    assert big.endswith("[lines 1-1 of 1 in big.txt; line 1 is cut at 6000 bytes (the end). To change a part: "
+                        "write_file with old (the exact text) and content (its replacement).]")
     assert blob.startswith("Error: ValueError: 'blob.bin' looks binary")
 
 
@@ -181,7 +183,7 @@ def test_write_file_replaces_only_a_file_read_whole_in_this_run(run_agent, fake,
                      "then write its whole new content")
     assert after_read == "wrote 20 bytes (2 lines) to keep.py"
     assert (workspace / "keep.py").read_text() == "important = 1\nx = 2\n"
-    assert after_cut_read.startswith("Error: Refused: 'big.txt' exists")  # only part of it was seen
+    assert after_cut_read.startswith("Error: Refused: 'big.txt' has 1 lines and you have read only some")  # cut
     assert (workspace / "big.txt").stat().st_size == tools.READ_CAP + 1
 
 
@@ -333,18 +335,25 @@ def test_every_variable_is_in_env_example_and_the_readme():
     assert all(f"`{name}`" in readme for name in read)
 
 
-def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys):
+def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, workspace, capsys, attempt):
+    """The run's copy of the workspace has no .tooloop (changes.SKIPPED): the shell cannot reach the
+    transcripts, and a .tooloop it makes in the copy is removed after the command, so none lands."""
     fake.script = [reply(call("write_file", path=".tooloop/forged.jsonl", content="{}")),
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
+                   reply(call("run_shell", command="mkdir .tooloop && echo forged > .tooloop/new")),
                    answer("ok")]
     assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
-    write, shell = (m["content"] for m in tool_messages(fake.requests[-1]))
+    write, shell, made = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == ("Error: permission denied: '.tooloop/forged.jsonl' (in '.tooloop') is where host tools run or "
                      "trust what they find (git hooks and config, python bytecode, .env files, shell rc files, "
                      "tooloop's transcripts); write_file may not write there")
-    assert "Read-only file system" in shell
+    assert shell.count("Directory nonexistent") == 2  # the transcripts are not in the copy at all
+    assert made.endswith("tooloop removed what this command created where host tools would run it: .tooloop/ "
+                         "(commands may not plant these)")
+    assert not (attempt() / ".tooloop").exists()
     [log] = (workspace / ".tooloop").glob("*.jsonl")
-    assert "forged\n" not in log.read_text() and not (workspace / ".tooloop" / "new").exists()
+    assert "forged\n" not in log.read_text() and sorted(p.name for p in (workspace / ".tooloop").iterdir()) == [
+        ".gitignore", log.name]
 
 
 def test_ctrl_c_while_the_command_starts_leaves_nothing_running(workspace, monkeypatch):
@@ -545,8 +554,8 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
         return run_agent(reply(call("read_file", path="big.txt")), *[OVERFLOW] * 10)[:2]
     if code == 5:  # an empty reply, under --plain too: the core's rule
         return run_agent(answer(" \n"), flags=["--plain"])[:2]
-    if code == 6:  # the model says done twice; the user's check fails both times
-        return run_agent(answer("done"), answer("done"), flags=["--check", "exit 1", "--check-rounds", "2"])[:2]
+    if code == 6:  # the model says done in each of two attempts; the user's check fails both times
+        return run_agent(answer("done"), answer("done"), flags=["--check", "exit 1", "--attempts", "2"])[:2]
     raise AssertionError(code)
 
 

@@ -199,3 +199,14 @@ def test_a_fix_passes_even_when_the_model_also_edited_the_test_and_only_the_fix_
     assert code == 0, err
     assert (workspace / "stats.py").read_text() == fixed
     assert (workspace / "test_stats.py").read_text() == TEST  # what lands is what the check saw
+
+
+@needs_bwrap
+def test_a_script_the_check_runs_may_be_the_file_the_task_fixes(run_agent, fake, workspace):
+    """`sh backup.sh` runs the file under test: it is not put back for the check as a test is."""
+    (workspace / "count.sh").write_text("echo 1\n")
+    code, _, err = run_agent(reply(call("read_file", path="count.sh")),
+                             reply(call("write_file", path="count.sh", content="echo 2\n")), answer("Fixed."),
+                             flags=["--check", "sh count.sh | grep -x 2", "--attempts", "1"])
+    assert code == 0, err
+    assert (workspace / "count.sh").read_text() == "echo 2\n"

@@ -192,15 +192,15 @@ def test_a_named_file_is_shown_again_after_a_failed_check(run_agent, fake, works
     assert "\n\na.py\n```\nprint('old')\n```" in user_messages(fake.requests[1])[-1]
 
 
-def test_a_large_named_file_comes_as_its_head_and_is_not_counted_as_read(run_agent, fake, workspace):
+def test_a_large_named_file_comes_as_its_head_and_counts_as_read_in_part(run_agent, fake, workspace):
     (workspace / "big.txt").write_text("line\n" * 3000)
     code, _, _ = run_agent(reply(call("write_file", path="big.txt", content="short\n")), answer("done"),
                            flags=["--file", "big.txt"])
     first = user_messages(fake.requests[0])[0]
-    assert f"[cut: the file has 15000 bytes; this shows the first {tools.READ_CAP}." in first
+    assert "\n[lines 1-1200 of 3000 in big.txt. To read on: read_file with start=1201." in first
     assert len(first) < tools.READ_CAP + 1000
     [result] = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
-    assert "you have not read it yet" in result  # a blind overwrite would lose what was never shown
+    assert "has 3000 lines and you have read only some of them" in result  # it would lose what was never shown
     assert (workspace / "big.txt").read_text() == "line\n" * 3000
 
 

@@ -153,8 +153,9 @@ def test_files_outside_the_workspace_are_invisible(ws):
     assert r.code != 0 and "outside-secret" not in r.out
     r = run("ls -A /", ws)
     assert not set(r.out.split()) & {"home", "var", "run", "srv", "opt", "mnt", "media", "work", "sys", "boot"}
-    r = run(f"ls -A {Path.home()}", ws)  # the real home holds at most the way to the bound Python
-    assert set(r.out.split()) <= {Path(d).relative_to(Path.home()).parts[0] for d in sandbox._interpreter_dirs()
+    r = run(f"ls -A {Path.home()}", ws)  # the real home holds at most the way to the bound Python and toolchains
+    bound = [*sandbox._interpreter_dirs(), *sandbox._home_toolchains()[0].values()]
+    assert set(r.out.split()) <= {Path(d).relative_to(Path.home()).parts[0] for d in bound
                                   if Path(d).is_relative_to(Path.home())}
 
 
@@ -441,7 +442,7 @@ def test_fork_bomb_is_contained(ws):
 
 @pytest.mark.skipif("memory" not in sandbox._cgroups(), reason="no memory cgroup can be made here")
 def test_total_memory_is_bounded(ws):
-    # six processes of 800 MiB each: every one is under the address-space limit, together
+    # six processes of 800 MiB each: every one is under the data limit, together
     # they are over MAX_MEMORY, so the kernel kills some of them inside the sandbox
     one = "python -c 'import time; b = bytearray(800 << 20); time.sleep(3); print(\"held\")'"
     r = run(f"for i in 1 2 3 4 5 6; do {one} & done; wait", ws, timeout=60)
@@ -449,8 +450,8 @@ def test_total_memory_is_bounded(ws):
 
 
 def test_limits_inside(ws):
-    r = run("ulimit -t; ulimit -v; ulimit -f; ulimit -n; ulimit -c", ws)
-    assert r.out.split() == ["300", str(1 << 20), str(64 << 20 >> 9), "1024", "0"]
+    r = run("ulimit -t; ulimit -d; ulimit -v; ulimit -f; ulimit -n; ulimit -c", ws)
+    assert r.out.split() == ["300", str(1 << 20), "unlimited", str(64 << 20 >> 9), "1024", "0"]
 
 
 # --- what must still work -------------------------------------------------------------------

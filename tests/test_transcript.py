@@ -28,13 +28,17 @@ def test_a_normal_run_is_recorded_event_by_event_without_the_key(run_agent, fake
     code, _, _ = run_agent(reply(call("read_file", path="key.txt")), *SCRIPT)
     log = workspace.parent / "transcript.jsonl"
     recorded = events(log)
-    assert [e["event"] for e in recorded] == ["start"] + ["request", "response", "tool"] * 3 + ["request", "response", "end"]
+    assert [e["event"] for e in recorded] == (["start"] + ["request", "response", "tool"] * 3
+                                             + ["request", "response", "changes", "end"])
     assert recorded[0]["task"] == "do the task" and recorded[0]["config"]["max_turns"] == 20
     assert recorded[1]["body"]["tools"] == agent.TOOLS
     assert recorded[-1]["exit_code"] == 0 and recorded[-1]["answer"] == "It prints hi."
     assert recorded[-1]["totals"]["turns"] == 4 and recorded[-1]["totals"]["prompt_tokens"] > 0
     assert SECRET not in log.read_text() and SECRET not in json.dumps(fake.requests)
     assert recorded[3]["result"] == "[redacted]" and fake.requests[1]["messages"][-1]["content"] == "[redacted]"
+    # what the run's copy of the workspace changed, and what of it landed in the workspace
+    assert recorded[-2]["landed"] == [{"path": "f.py", "kind": "created", "added": 1, "removed": 0}]
+    assert recorded[-2]["refused"] == [] and (workspace / "f.py").read_text() == "print('hi')\n"
 
 
 def test_turn_cap_and_server_failure_are_recorded_with_their_exit_codes(run_agent, workspace):
@@ -43,8 +47,8 @@ def test_turn_cap_and_server_failure_are_recorded_with_their_exit_codes(run_agen
     assert events(log)[-1]["event"] == "end" and events(log)[-1]["exit_code"] == 3
     log.unlink()
     run_agent(Status(404, {"error": {"message": "no such model"}}))
-    assert [e["event"] for e in events(log)] == ["start", "request", "end"]
-    assert events(log)[-1]["exit_code"] == 1
+    assert [e["event"] for e in events(log)] == ["start", "request", "changes", "end"]
+    assert events(log)[-2]["landed"] == [] and events(log)[-1]["exit_code"] == 1
 
 
 def test_default_transcript_folder_keeps_itself_out_of_git(fake, tmp_path, capsys):
@@ -70,8 +74,11 @@ def test_ctrl_c_mid_run_leaves_a_complete_transcript(fake, tmp_path):
     proc.communicate(timeout=30)
     assert proc.returncode == 130
     recorded = events(log)
-    assert [e["event"] for e in recorded] == ["start", "request", "response", "tool", "request", "response", "end"]
+    assert [e["event"] for e in recorded] == ["start", "request", "response", "tool", "request", "response",
+                                              "changes", "end"]
     assert recorded[3]["result"] == "wrote 1 bytes (1 lines) to a.txt"
+    assert recorded[-2]["landed"] == [] and "interrupted" in recorded[-2]["where"]  # an interrupted run lands nothing
+    assert not (ws / "a.txt").exists()
     assert recorded[-1]["exit_code"] == 130
 
 
