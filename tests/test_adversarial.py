@@ -273,7 +273,8 @@ def test_read_through_a_symlink_planted_by_the_shell_is_refused(run_agent, fake,
     assert os.readlink(attempt() / "p") == target  # (in the run's copy of the workspace)
     assert result == outside_the_workspace("p")  # ...but the file tools do not follow them out...
     assert not os.path.lexists(workspace / "p")  # ...and a link never lands in the user's workspace
-    assert landing()["refused"] == ["p: not a regular file"]
+    assert landing()["refused"] == [f"p: a symbolic link (to {target!r}): only regular files land, a link can "
+                                    "point anywhere"]
     assert outside_changes() == []
 
 
@@ -1040,7 +1041,7 @@ def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent,
     assert token not in (workspace.parent / "transcript.jsonl").read_text()
     assert (workspace / ".env").read_text() == f"API_TOKEN={token}\n" and (workspace / "copy.txt").read_text() == ""
     assert (workspace / ".env.local").read_text() == f"TOKEN={token}\n" and not os.path.lexists(workspace / "e")
-    assert landing()["refused"] == ["e: not a regular file"]
+    assert landing()["refused"] == ["e: a symbolic link (to '.env'): only regular files land, a link can point anywhere"]
     assert sorted(p.name for p in attempt().iterdir()) == [".env.example", ".git", "copy.txt", "e"]
     assert outside_changes() == []
 
