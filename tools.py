@@ -239,6 +239,9 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
     target = inside(path, settings)
     if target.exists() and (not target.is_file() or hard_linked(target, target.stat(), settings)):
         raise Refused(f"{path!r} is not a plain file")
+    # subtle: a small model fills an optional argument it does not use with "" (seen in the dev
+    # runs: old="" beside a whole new file), so an empty old is no old: a whole write, with its rule
+    old = old or None
     # surrogateescape: bytes that are not UTF-8 come back as they were, around an edit too
     before = target.read_bytes().decode("utf-8", "surrogateescape") if target.exists() else None
     content.encode()  # a lone surrogate from the model fails here, before anything is written

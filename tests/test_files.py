@@ -121,12 +121,21 @@ def test_an_edit_that_does_not_match_once_is_an_error_the_model_can_act_on(run_a
                        "Copy old exactly as the file has it, spaces and indentation too.")
     assert twice == ("Error: ValueError: old occurs 2 times in a.py (at lines 1, 2): give more of the lines around "
                      "it, so that it occurs once")
-    assert empty.startswith("Error: ValueError: old is empty")
+    assert empty.startswith("Error: Refused: 'a.py' exists") and "read" in empty  # old="" is a whole write: read first
     assert absent == "Error: ValueError: b.py does not exist: to create it, give its whole content without old"
     assert broken.startswith("Error: Refused: the new content is not valid Python (")
     assert broken.endswith("so a.py was left as it was; make the edit again with the error fixed")
     assert edited == "edited a.py: replaced lines 2-2 with 1 lines; the file has 2 lines now"
     assert (workspace / "a.py").read_text() == "x = 1\ny = 2\n"
+
+
+def test_an_empty_old_is_a_whole_write(run_agent, fake, workspace):
+    """Small models fill an optional argument they do not use with "": old="" writes the whole file."""
+    (workspace / "a.py").write_text("x = 1\n")
+    run_agent(reply(call("read_file", path="a.py")), reply(call("write_file", path="a.py", old="", content="x = 2\n")),
+              answer("ok"))
+    assert results(fake.requests[-1])[-1] == "wrote 6 bytes (1 lines) to a.py"
+    assert (workspace / "a.py").read_text() == "x = 2\n"
 
 
 def test_an_edit_keeps_windows_line_ends_and_bytes_that_are_not_utf8(run_agent, fake, workspace):
