@@ -1297,6 +1297,28 @@ def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fak
     assert outside_changes() == []
 
 
+@pytest.mark.xfail(strict=True, reason="changes.copy raises shutil.Error on a folder the user may not list: the "
+                                       "run ends in a traceback before the model is asked")
+def test_a_folder_the_user_may_not_list_does_not_crash_the_run(fake, user_folder, ordinary_user, outside_changes):
+    """The user's own workspace holds a folder its owner may not list (chmod 311): the run's copy of
+    the workspace cannot hold it. The run must say so in one line, or go on without it; never crash."""
+    folder = user_folder / "ws" / "d"
+    folder.mkdir()
+    (folder / "f.txt").write_text("x\n")
+    for path in (folder, folder / "f.txt"):
+        os.chown(path, *ordinary_user)
+    os.chmod(folder, 0o311)
+    fake.script = done()
+    env = {"PATH": os.environ["PATH"], "HOME": str(user_folder), "OPENAI_API_KEY": SECRET}
+    argv = [sys.executable, str(AGENT), "--base-url", fake.url, "--workspace", str(user_folder / "ws"),
+            "--transcript", "off", "--no-probe", "do the task"]
+    proc = subprocess.run(as_user(ordinary_user, argv, user_folder / ".stage"), capture_output=True, text=True,
+                          timeout=120, cwd=user_folder, env=env)
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 2), proc.stderr
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o311 and (folder / "f.txt").read_text() == "x\n"
+    assert outside_changes() == []
+
+
 # --- the workspace must be a project folder --------------------------------------------------
 
 def not_a_project(err: str, folder: Path, why: str) -> bool:
