@@ -590,6 +590,37 @@ def test_a_host_unix_socket_is_unreachable(run_agent, fake, workspace, outside_c
     assert outside_changes() == []
 
 
+SOCKETS = """
+import socket
+try:
+    socket.socket(socket.AF_UNIX).connect("svc.sock")
+    print("CONNECTED")
+except OSError as e:
+    print("refused:", e.strerror)
+socket.socket(socket.AF_UNIX).bind("made.sock")
+print("bound")
+"""
+
+
+@needs_bwrap
+def test_unix_sockets_in_the_workspace(run_agent, fake, workspace, outside_changes):
+    """A host service's Unix socket inside the workspace (a database's, an ssh agent's) was reachable
+    from the sandbox, and a socket a command bound there reached the host's view. The run's copy of
+    the workspace holds no socket, and a socket made in it does not land."""
+    service = socket.socket(socket.AF_UNIX)
+    service.bind(str(workspace / "svc.sock"))
+    service.listen()
+    service.setblocking(False)
+    try:
+        [result] = attack(run_agent, fake, shell(f"python3 -c {shlex.quote(SOCKETS)}"))
+        assert result == "exit code: 0\n--- stdout ---\nrefused: No such file or directory\nbound\n"
+        assert connections(service) == 0
+    finally:
+        service.close()
+    assert not os.path.lexists(workspace / "made.sock")
+    assert outside_changes() == []
+
+
 # --- the shell: privileges -------------------------------------------------------------------
 
 @needs_bwrap
