@@ -1252,6 +1252,8 @@ def run_as_user(fake, ordinary_user, base: Path, *script, flags=()) -> tuple[lis
             "--transcript", "off", "--no-probe", *flags, "do the task"]
     proc = subprocess.run(as_user(ordinary_user, argv, base / ".stage"), capture_output=True, text=True, encoding="utf-8",
                           timeout=120, cwd=base, env=env)
+    if proc.returncode == 2 and "no working sandbox" in proc.stderr:  # no user namespaces for users here
+        pytest.skip(f"the sandbox does not work for an ordinary user here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     assert_no_secret(fake)
     return tool_results(fake.requests[-1]), proc.stderr
