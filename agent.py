@@ -40,6 +40,7 @@ from rich.text import Text
 import aids
 import changes
 import prompts
+import protect
 import sandbox
 import transcript
 from transcript import printable
@@ -787,6 +788,12 @@ def session(argv: list[str] | None = None) -> int:
     task = args.task or started.get("task", "")
     check, files = args.check or started["config"].get("check"), args.file or started["config"].get("files", [])
     workspace = Path(args.workspace).resolve()
+    if why := protect.unsafe_workspace(workspace):  # all a run changes there, the user's own tools may run
+        console.print(Text(printable(f"error: {workspace} is not a project folder: {why}. Run tooloop in the "
+                                     "project's own folder (--workspace)."), style="bold red"))
+        return 2
+    if args.unsafe_no_sandbox:  # unconfined commands run as the user: keep the key in our memory out of reach
+        sandbox.undumpable()
     secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
                         sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets,

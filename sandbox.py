@@ -15,8 +15,8 @@ scripts/setup ask it). Inside the sandbox a command sees:
   nvm, go, pyenv, sdkman), read-only at their real paths, their bin folders on PATH; nothing
   else of the home folder.
 - the workspace read-write at its real path, but the paths there that host tools run or trust
-  (.git, __pycache__, hooks folders, shell rc files: protect.py) and a venv running tooloop, if
-  that is in the workspace, read-only, and .env files empty;
+  (.git, __pycache__, hooks folders, shell rc files: protect.py) read-only, and .env and
+  credential files empty (a credential folder such as .aws: an empty folder);
 - a private empty /tmp, which is also $HOME; a fresh, read-only /proc; a minimal /dev;
 - no network but its own loopback, no host process or IPC, no capabilities, no new user
   namespaces, no terminal (a new session), a session keyring of its own (empty), and an
@@ -91,6 +91,7 @@ HOME_TOOLCHAINS = {
 HOME_VARIABLES = {".rustup": "RUSTUP_HOME", ".pyenv": "PYENV_ROOT"}  # how they find themselves, with $HOME=/tmp
 SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219}.get(platform.machine().lower())
 KEYCTL_JOIN_SESSION_KEYRING = 1
+PR_SET_DUMPABLE = 4  # prctl option
 _syscall = ctypes.CDLL(None, use_errno=True).syscall  # loaded now: limit_resources runs after fork
 _syscall.restype = ctypes.c_long
 
@@ -152,6 +153,19 @@ def environment() -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ for protect.clean to remove after `python x.py`
         **{HOME_VARIABLES[name]: path for name, path in folders.items() if name in HOME_VARIABLES},
     }
+
+
+def undumpable() -> None:
+    """Make this process non-dumpable (prctl PR_SET_DUMPABLE 0), for --unsafe-no-sandbox.
+
+    An unconfined command runs as the same user as the agent, and could read the API key in
+    /proc/<agent>/environ (the environment the agent started with) or its memory. For a
+    non-dumpable process, the kernel lets only a process with CAP_SYS_PTRACE read those files or
+    attach to it: so this holds against a user's commands, not against root's. The commands'
+    own environment is environment(), without the key, with or without the sandbox.
+    """
+    if sys.platform == "linux" and ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "cannot make the agent non-dumpable")
 
 
 def limit_resources() -> None:
@@ -226,8 +240,8 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
     toolchains = list(_home_toolchains()[0].values())
     for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws)), *toolchains]:
         argv += ["--ro-bind", path, path]
-    for path in masked:
-        argv += ["--ro-bind", "/dev/null", path]
+    for path in masked:  # a secret file reads as nothing; a secret folder (.aws, .ssh) is empty
+        argv += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
     # the root itself is bwrap's own tmpfs: make it read-only too, now that all mount points exist
     argv += ["--remount-ro", "/", "--chdir", str(ws), "--"]
 

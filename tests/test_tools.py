@@ -20,9 +20,27 @@ import tools
     (".husky", "protected"), (".zshenv", "protected"), (".tooloop", "protected"),
     (".env", "secret"), (".ENV.production", "secret"), (".envrc", "secret"),
     (".env.example", None), ("env", None), ("git", None), ("app.py", None),
+    (".netrc", "secret"), (".NPMRC", "secret"), (".pypirc", "secret"), (".git-credentials", "secret"),
+    (".aws", "secret"), (".ssh", "secret"), ("gcloud", None), (".npmrc.bak", None),
 ])
 def test_kind(name, expected):
     assert protect.kind(name) == expected
+
+
+def test_kind_in_a_folder():
+    assert protect.kind("gcloud", ".config") == protect.kind("gh", ".CONFIG") == "secret"
+    assert protect.kind("gcloud", "src") is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("https://bot:ghp_abc@example.org/a.git", "https://[redacted]@example.org/a.git"),
+    ("git+https://tok@host/x and ftp://u:p@h/", "git+https://[redacted]@host/x and ftp://[redacted]@h/"),
+    ("postgres://app:hunter2@db:5432/app", "postgres://[redacted]@db:5432/app"),
+    ("https://example.org/a@b and mail me@example.org", "https://example.org/a@b and mail me@example.org"),
+    ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),  # no credentials in an scp-like address
+])
+def test_urls_with_credentials_are_redacted(text, expected):
+    assert tools.redact(text, []) == expected
 
 
 @pytest.mark.parametrize("config, expected", [
@@ -38,13 +56,13 @@ def test_kind(name, expected):
 def test_hooks_folder_reads_the_config_as_text(tmp_path, config, expected):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text(config)
-    assert protect.hooks_folder(tmp_path.resolve()) == expected
+    assert protect.hooks_folders(tmp_path.resolve()) == ({expected} if expected else set())
 
 
 def test_hooks_folder_agrees_with_git(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "config", "core.hooksPath", "ci/Hooks"], check=True)
-    assert protect.hooks_folder(tmp_path.resolve()) == "ci/hooks"
+    assert protect.hooks_folders(tmp_path.resolve()) == {"ci/hooks"}
 
 
 @pytest.mark.parametrize("path, expected", [
