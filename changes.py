@@ -61,10 +61,12 @@ class Change:
     removed: int = 0
 
 
-def copy(workspace: Path, dest: Path) -> Path:
-    """A fresh copy of `workspace` at `dest`: regular files (with their modes), folders and
+def copy(workspace: Path, dest: Path) -> list[str]:
+    """Make a fresh copy of `workspace` at `dest`: regular files (with their modes), folders and
     symlinks. Sockets, FIFOs and devices are not copied (a host service's socket must not be
-    reachable from the sandbox), nor .tooloop, nor secret files (.env: protect.SECRETS)."""
+    reachable from the sandbox), nor .tooloop, nor secret files (.env: protect.SECRETS). Returns
+    what could not be read, and so is not in the copy (nor, since the walk cannot read it either,
+    in the change set)."""
     def ignore(folder: str, names: list[str]) -> set[str]:
         skipped = set()
         for name in names:
@@ -75,8 +77,11 @@ def copy(workspace: Path, dest: Path) -> Path:
                 skipped.add(name)
         return skipped
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(workspace, dest, symlinks=True, ignore=ignore)
-    return dest
+    try:
+        shutil.copytree(workspace, dest, symlinks=True, ignore=ignore)
+    except shutil.Error as error:  # what could not be read (a folder its owner may not list) stays out
+        return sorted(os.path.relpath(source, workspace) for source, _, _ in error.args[0])
+    return []
 
 
 def files(root: Path) -> dict[str, os.stat_result]:

@@ -1330,8 +1330,6 @@ def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fak
     assert outside_changes() == []
 
 
-@pytest.mark.xfail(strict=True, reason="changes.copy raises shutil.Error on a folder the user may not list: the "
-                                       "run ends in a traceback before the model is asked")
 def test_a_folder_the_user_may_not_list_does_not_crash_the_run(fake, user_folder, ordinary_user, outside_changes):
     """The user's own workspace holds a folder its owner may not list (chmod 311): the run's copy of
     the workspace cannot hold it. The run must say so in one line, or go on without it; never crash."""
