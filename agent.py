@@ -163,6 +163,7 @@ def attempts(task: str, ask, settings: Settings, max_turns: int, hooks, check: s
         copy = folder / f"attempt-{n}"
         if unread := changes.copy(settings.workspace, copy):
             note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(unread), log)
+        changes.remember(copy)
         here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), parts={}, written=set(),
                        named={copy / path.relative_to(settings.workspace) for path in settings.named},
                        approve=settings.approve and asker(copy))  # the diff shown is of the file really written

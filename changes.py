@@ -31,6 +31,7 @@ reflinks), so a huge workspace costs its size once per attempt.
 """
 
 import difflib
+import json
 import os
 import shutil
 import signal
@@ -59,6 +60,7 @@ class Change:
     kind: str  # "created" | "changed" | "deleted"
     added: int = 0  # lines, for the summary (0 for a binary file)
     removed: int = 0
+    conflict: bool = False  # you changed the same file in the workspace while the run went on
 
 
 def copy(workspace: Path, dest: Path) -> list[str]:
@@ -100,17 +102,44 @@ def files(root: Path) -> dict[str, os.stat_result]:
     return found
 
 
+def stamps(root: Path) -> dict[str, list[int]]:
+    """Size, modification time and mode of every file under `root`: how an attempt's copy looked
+    when it began (copy() keeps the workspace's times), to tell what the attempt itself changed."""
+    return {path: [info.st_size, info.st_mtime_ns, info.st_mode] for path, info in files(root).items()}
+
+
+def remember(attempt: Path) -> None:
+    """Keep the attempt's stamps as it begins, beside it (attempt-N.json)."""
+    attempt.with_name(attempt.name + ".json").write_text(json.dumps(stamps(attempt)))
+
+
 def diff(workspace: Path, attempt: Path) -> list[Change]:
-    """What the attempt created, changed and deleted, against the workspace as it is now."""
+    """What the attempt created, changed and deleted, against the workspace as it is now.
+
+    Only what the attempt itself changed counts (against its stamps from remember(), where there
+    are any): a file you edited while the run went on is no change of the run's. If you changed a
+    file that the attempt changed too, the change is marked `conflict`, and apply() leaves yours."""
     before, after = files(workspace), files(attempt)
+    kept = attempt.with_name(attempt.name.removesuffix(".check") + ".json")
+    start = json.loads(kept.read_text()) if kept.is_file() else None
+    stamp = lambda info: [info.st_size, info.st_mtime_ns, info.st_mode]  # noqa: E731
     changes = []
-    for path in sorted(before.keys() | after.keys()):
-        if path not in after:
-            changes.append(Change(path, "deleted", 0, lines(workspace / path)))
-        elif path not in before:
-            changes.append(Change(path, "created", lines(attempt / path), 0))
-        elif not same(workspace / path, attempt / path):
-            changes.append(Change(path, "changed", *counted(workspace / path, attempt / path)))
+    for path in sorted(before.keys() | after.keys() | (start or {}).keys()):
+        if start is not None and (path in after) == (path in start) and (
+                path not in after or stamp(after[path]) == start[path]):
+            continue  # the attempt left it as it found it
+        if path not in after and path in before:
+            change = Change(path, "deleted", 0, lines(workspace / path))
+        elif path in after and path not in before:
+            change = Change(path, "created", lines(attempt / path), 0)
+        elif path in after and not same(workspace / path, attempt / path):
+            change = Change(path, "changed", *counted(workspace / path, attempt / path))
+        else:
+            continue
+        if start is not None and (path in before) != (path in start) or (
+                path in before and path in (start or {}) and stamp(before[path]) != start[path]):
+            change.conflict = True
+        changes.append(change)
     return changes
 
 
@@ -209,7 +238,9 @@ def apply(changes: list[Change], attempt: Path, workspace: Path, named: set[str]
     landed, refused, staged = [], [], []
     try:
         for change in changes:
-            if why := protect.landing(change.path, change.kind, attempt, workspace, named):
+            why = "you changed it in the workspace while the run went on; the run's version is in " + str(
+                attempt) if change.conflict else protect.landing(change.path, change.kind, attempt, workspace, named)
+            if why:
                 refused.append(f"{change.path}: {why}")
                 continue
             landed.append(change)

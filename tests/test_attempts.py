@@ -210,3 +210,21 @@ def test_a_script_the_check_runs_may_be_the_file_the_task_fixes(run_agent, fake,
                              flags=["--check", "sh count.sh | grep -x 2", "--attempts", "1"])
     assert code == 0, err
     assert (workspace / "count.sh").read_text() == "echo 2\n"
+
+
+def test_a_file_you_edit_while_the_run_goes_on_is_kept(run_agent, fake, workspace):
+    """The run lands only what it changed itself: your edit made meanwhile is not reverted, and a
+    file both of you changed keeps yours, with a line that says where the run's version is."""
+    (workspace / "mine.txt").write_text("old\n")
+    (workspace / "both.txt").write_text("old\n")
+
+    def you_edit(request):  # the user saves two files while the model is thinking
+        time.sleep(0.01)  # (a later modification time than the copy's, on any filesystem)
+        (workspace / "mine.txt").write_text("yours\n")
+        (workspace / "both.txt").write_text("yours\n")
+        return answer("done")
+    code, _, err = run_agent(reply(call("read_file", path="both.txt")),
+                             reply(call("write_file", path="both.txt", content="the run's\n")), you_edit)
+    assert code == 0
+    assert (workspace / "mine.txt").read_text() == "yours\n" and (workspace / "both.txt").read_text() == "yours\n"
+    assert "not applied: both.txt: you changed it in the workspace while the run went on" in " ".join(err.split())
