@@ -156,9 +156,10 @@ def attempts(task: str, ask, settings: Settings, max_turns: int, hooks, check: s
     whose check passes wins. Returns (exit code, answer, the copy whose changes may land).
 
     Failure answered: the same reply again after a note. Shown its own wrong file and the
-    failure, a small model writes the same file again; an independent sample is often right
-    where the first was wrong, and the check can tell which. `hooks(settings)` makes the aids
-    for one attempt."""
+    failure, a small model writes the same file again; an independent sample is sometimes right
+    where the first was wrong, and the check can tell which (on the suite's tasks three attempts
+    solved no more than two rounds did: docs/results.md). `hooks(settings)` makes the aids for
+    one attempt."""
     for n in range(1, tries + 1):
         copy = folder / f"attempt-{n}"
         if unread := changes.copy(settings.workspace, copy):
