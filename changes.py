@@ -102,10 +102,14 @@ def files(root: Path) -> dict[str, os.stat_result]:
     return found
 
 
+def stamp(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_mtime_ns, info.st_mode]
+
+
 def stamps(root: Path) -> dict[str, list[int]]:
     """Size, modification time and mode of every file under `root`: how an attempt's copy looked
     when it began (copy() keeps the workspace's times), to tell what the attempt itself changed."""
-    return {path: [info.st_size, info.st_mtime_ns, info.st_mode] for path, info in files(root).items()}
+    return {path: stamp(info) for path, info in files(root).items()}
 
 
 def remember(attempt: Path) -> None:
@@ -122,7 +126,6 @@ def diff(workspace: Path, attempt: Path) -> list[Change]:
     before, after = files(workspace), files(attempt)
     kept = attempt.with_name(attempt.name.removesuffix(".check") + ".json")
     start = json.loads(kept.read_text()) if kept.is_file() else None
-    stamp = lambda info: [info.st_size, info.st_mtime_ns, info.st_mode]  # noqa: E731
     changes = []
     for path in sorted(before.keys() | after.keys() | (start or {}).keys()):
         if start is not None and (path in after) == (path in start) and (
@@ -183,15 +186,16 @@ def counted(old: Path, new: Path) -> tuple[int, int]:
 def trusted(path: str) -> bool:
     """Is this a file a test runner trusts: a test, or a file that configures the runner?
 
-        >>> [trusted(p) for p in ("test_stats.py", "tests/data.json", "conftest.py", "stats.py")]
-        [True, True, True, False]
+        >>> [trusted(p) for p in ("test_stats.py", "tests/data.json", "conftest.py", "FooTest.java", "stats.py")]
+        [True, True, True, True, False]
     """
+    java = path.rsplit("/", 1)[-1].removesuffix(".java")  # JUnit's names keep their case: FooTest
     parts = path.lower().split("/")
     name = parts[-1]
     stem = name.split(".")[0]
     return (name in RUNNER_FILES or name.endswith(".pth") or any(part in TEST_FOLDERS for part in parts[:-1])
             or stem.startswith("test_") or stem.endswith(("_test", "_tests")) or stem in ("test", "tests")
-            or ".test." in name or ".spec." in name or stem.endswith(("Test", "Tests")) and name.endswith(".java"))
+            or ".test." in name or ".spec." in name or name.endswith(".java") and java.endswith(("Test", "Tests")))
 
 
 def shadows(path: str) -> bool:

@@ -228,3 +228,11 @@ def test_a_file_you_edit_while_the_run_goes_on_is_kept(run_agent, fake, workspac
     assert code == 0
     assert (workspace / "mine.txt").read_text() == "yours\n" and (workspace / "both.txt").read_text() == "yours\n"
     assert "not applied: both.txt: you changed it in the workspace while the run went on" in " ".join(err.split())
+
+
+def test_what_the_check_trusts_is_named_as_tests_and_runner_configuration_are():
+    import changes
+    trusted = ["test_stats.py", "stats_test.go", "tests/data.json", "conftest.py", "src/conftest.py",
+               "pytest.ini", "pyproject.toml", "FooTest.java", "app.spec.js", "Makefile"]
+    assert [p for p in trusted if not changes.trusted(p)] == []
+    assert [p for p in ("stats.py", "backup.sh", "contest.py", "Foo.java", "latest.py") if changes.trusted(p)] == []
