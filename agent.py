@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -730,10 +731,20 @@ def land(workspace: Path, source: Path, settings: Settings, code: int, check: st
     return landed, refused, f"{chosen}the run's files are kept in {folder}"
 
 
+KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
+RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what runs_folder names them: the time the run began
+
+
 def runs_folder(runs: Path) -> Path:
-    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default ~/.cache/tooloop/runs)."""
+    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default ~/.cache/tooloop/runs).
+    Each holds whole copies of a workspace, so only the KEEP_RUNS newest stay: older runs' folders
+    go as a run begins. Nothing else in `runs` is touched."""
     runs.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
+    folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
+    kept = sorted(path for path in runs.iterdir() if RUN_NAME.fullmatch(path.name) and not path.is_symlink())
+    for old in kept[:-KEEP_RUNS]:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder
 
 
 # The settings a replay takes from the recording's start event, each with its flag (plain: no aids).

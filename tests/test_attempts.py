@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import agent
 import sandbox
 from fake_server import answer, call, reply
 
@@ -236,3 +237,17 @@ def test_what_the_check_trusts_is_named_as_tests_and_runner_configuration_are():
                "pytest.ini", "pyproject.toml", "FooTest.java", "app.spec.js", "Makefile"]
     assert [p for p in trusted if not changes.trusted(p)] == []
     assert [p for p in ("stats.py", "backup.sh", "contest.py", "Foo.java", "latest.py") if changes.trusted(p)] == []
+
+
+def test_only_the_newest_runs_folders_are_kept(run_agent, fake, workspace, runs_folder):
+    old = [runs_folder / f"20260101-0000{n:02d}-abcdefgh" for n in range(25)]  # older than any run today
+    for folder in old:
+        (folder / "attempt-1").mkdir(parents=True)
+    (runs_folder / "notes").mkdir()  # not a run's folder: never touched
+    (runs_folder / "20260101-000000-abcdefgh.txt").write_text("mine\n")
+    code, _, _ = run_agent(answer("done"))
+    assert code == 0
+    [new] = [path for path in runs_folder.iterdir() if path not in old and path.suffix != ".txt" and path.name != "notes"]
+    assert agent.RUN_NAME.fullmatch(new.name) and (new / "attempt-1").is_dir()
+    assert [folder.exists() for folder in old] == [False] * 6 + [True] * 19  # 19 old ones and the new one: 20
+    assert (runs_folder / "notes").is_dir() and (runs_folder / "20260101-000000-abcdefgh.txt").read_text() == "mine\n"
