@@ -69,9 +69,10 @@ REPLY_CHARS = 100_000
 REPLY_SECONDS = 1200
 MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or a few recovered from text)
 # Qwen2.5's recommended sampling (the defaults of --temperature, --top-p). Greedy decoding
-# (temperature 0) makes a small model repeat the same wrong reply after every note; the seed
-# changes each turn, so a run is still repeatable.
-SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY_TOKENS}
+# (temperature 0) makes a small model repeat the same wrong reply after every note. Each request's
+# seed is --seed plus the turn number: a run is repeatable on one machine and server build, and
+# another --seed samples another run.
+SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY_TOKENS, "seed": 0}
 CUT = Result(prompts.CUT_OFF, ok=False)
 TOO_MANY = Result(prompts.TOO_MANY_CALLS.format(most=MAX_CALLS), ok=False)
 CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
@@ -468,7 +469,7 @@ def caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = N
         while True:
             request = dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                            tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
-                           **sampling, seed=totals["turns"] + 1,
+                           **{**sampling, "seed": sampling["seed"] + totals["turns"] + 1},
                            stream=True, stream_options={"include_usage": True},
                            **({"timings_per_token": True} if llama else {}))
             log("request", turn=totals["turns"] + 1, body=request)
@@ -650,6 +651,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-reply-tokens", metavar="N", type=int,
                         default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
                         help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
+    parser.add_argument("--seed", type=int, default=env.get("TOOLOOP_SEED") or "0",
+                        help="each request's seed is this plus the turn number: the same seed repeats a run, "
+                             "another samples another (env TOOLOOP_SEED; default 0)")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     parser.add_argument("--reply-seconds", metavar="S", type=float,
                         default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
@@ -845,15 +849,15 @@ def session(argv: list[str] | None = None) -> int:
         else:
             send, compare, hook = live(args.base_url, args.api_key, args.reply_seconds, args.reply_chars), None, log
             n_ctx = None if args.no_probe else check_endpoint(args.base_url, args.api_key)
+        sampling = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed,
+                    "max_completion_tokens": args.max_reply_tokens}
         log("start", task=task, config={"base_url": transcript.shown(args.base_url), "model": args.model,
                                         "n_ctx": n_ctx, "max_turns": args.max_turns, "workspace": str(workspace),
                                         "timeout": args.timeout, "max_write": args.max_write,
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "attempts": tries, "files": files,
-                                        "replay": args.replay})
-        sampling = {"temperature": args.temperature, "top_p": args.top_p,
-                    "max_completion_tokens": args.max_reply_tokens}
+                                        "replay": args.replay, "sampling": sampling})
         ask = caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request, sampling)
         hooks = (lambda here: aids.Hooks()) if args.plain else (lambda here: aids.text_calls(here, hook))
         code, answer, source = attempts(task, ask, settings, args.max_turns, hooks, check, args.check_rounds,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import agent
-from fake_server import answer
+from fake_server import answer, call, reply
 
 AGENT = [sys.executable, str(Path(agent.__file__))]
 
@@ -66,6 +66,15 @@ def test_sampling_settings_come_from_flags_then_the_environment_with_todays_defa
     assert sent == [(0.7, 0.8, 1024), (0.2, 0.95, 4096), (0.0, 0.8, 300)]
 
 
+def test_the_seed_is_the_turn_number_plus_seed(run_agent, fake, workspace, monkeypatch):
+    (workspace / "a.txt").write_text("x\n")
+    run_agent(reply(call("read_file", path="a.txt")), answer("one"), flags=["--plain"])
+    run_agent(reply(call("read_file", path="a.txt")), answer("two"), flags=["--plain", "--seed", "100"])
+    monkeypatch.setenv("TOOLOOP_SEED", "7")
+    run_agent(answer("three"), flags=["--plain"])
+    assert [r["seed"] for r in fake.requests] == [1, 2, 101, 102, 8]
+
+
 @pytest.mark.parametrize("flag", [["--temperature", "-1"], ["--top-p", "0"], ["--top-p", "1.5"],
                                   ["--max-reply-tokens", "0"], ["--temperature", "nan"]])
 def test_sampling_settings_out_of_range_are_a_usage_error(run_agent, fake, flag, capsys):
@@ -77,7 +86,7 @@ def test_sampling_settings_out_of_range_are_a_usage_error(run_agent, fake, flag,
 
 def test_the_new_settings_are_in_help():
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True, timeout=60).stdout
-    for flag in ("--version", "--task-file", "--temperature", "--top-p", "--max-reply-tokens",
+    for flag in ("--version", "--task-file", "--temperature", "--top-p", "--max-reply-tokens", "--seed", "TOOLOOP_SEED",
                  "TOOLOOP_TEMPERATURE", "TOOLOOP_TOP_P", "TOOLOOP_MAX_REPLY_TOKENS", "reads it from stdin"):
         assert flag in out, flag
 
