@@ -130,9 +130,23 @@ def show_changes(landed: list[dict], refused: list[str], where: str) -> None:
         console.print(Text(printable(f"{sign} {change['kind']} {change['path']} ({counts})"), style=style))
     if not landed and not refused and "as it was" not in where:
         console.print("no files changed", style="dim")
-    for line in refused:
+    for line in grouped(refused):
         console.print(Text(printable(f"not applied: {line}"), style="bold yellow"))
     console.print(Text(printable(where), style="dim"))
+
+
+def grouped(refused: list[str]) -> list[str]:
+    """The `not applied` lines: files refused for the same reason under one folder (a virtualenv a
+    command made holds thousands) are one line, the folder and how many; the transcript keeps each."""
+    reasons: dict[str, list[str]] = {}
+    for line in refused:
+        path, _, why = line.partition(": ")
+        reasons.setdefault(why, []).append(path)
+    lines = []
+    for why, paths in reasons.items():
+        folder = os.path.commonpath(paths) if len(paths) > 3 else ""
+        lines += [f"{folder}/ ({len(paths)} files): {why}"] if folder else [f"{path}: {why}" for path in paths]
+    return lines
 
 
 def answer_on_terminal() -> bool:

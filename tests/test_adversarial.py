@@ -33,6 +33,7 @@ import io
 import json
 import os
 import platform
+import re
 import resource
 import shlex
 import shutil
@@ -49,6 +50,7 @@ import pytest
 import agent
 import sandbox
 import tools
+import transcript
 from fake_server import FakeServer, answer, call, reply
 
 AGENT = Path(agent.__file__)
@@ -1321,8 +1323,9 @@ def test_a_git_file_in_a_read_only_folder_is_removed_and_not_only_said_to_be(fak
     [result], err = run_as_user(fake, ordinary_user, user_folder, reply(shell(plant)), *done())
     assert result == ("exit code: 0\n--- stdout ---\nplanted\n\ntooloop removed what this command created where host "
                       "tools would run it: sub/.git (commands may not plant these)")
-    assert "not applied: planted/config: in planted/, which git takes for a repository's own folder" in " ".join(
-        err.split())
+    said = " ".join(err.split())  # the git folder's files, refused for one reason: one line
+    assert re.search(r"not applied: planted/ \(\d+ files\): in planted/, which git takes for a repository's own folder",
+                     said), said
     copy = attempt_copy(user_folder)
     assert not os.path.lexists(copy / "sub" / ".git") and sorted(os.listdir(ws)) == []
     host_git_status(copy / "sub")
@@ -1477,6 +1480,18 @@ def test_a_projects_venv_runs_nothing_the_run_planted(run_agent, fake, workspace
     subprocess.run(["sh", "-c", ". .venv/bin/activate"], cwd=workspace, check=True)
     assert not (outside / "pwned-pth").exists() and not (outside / "pwned-activate").exists()
     assert_no_secret(fake)
+
+
+@needs_bwrap
+def test_a_venv_a_command_made_is_one_line_at_the_end_and_none_of_it_lands(run_agent, fake, workspace):
+    code, _, err = run_agent(reply(shell("python -m venv --without-pip env && echo made")), *done())
+    assert code == 0, err
+    made = [line for line in transcript.read(workspace.parent / "transcript.jsonl")
+            if line["event"] == "changes"][0]["refused"]
+    in_venv = [line for line in made if "in a virtualenv (env/ holds pyvenv.cfg)" in line]
+    assert len(in_venv) > 3  # the transcript keeps every file; the screen says it once
+    assert not_applied(err, f"env/ ({len(in_venv)} files)", "in a virtualenv (env/ holds pyvenv.cfg)")
+    assert " ".join(err.split()).count("not applied:") < len(made) and not (workspace / "env").exists()
 
 
 @needs_bwrap
