@@ -88,3 +88,19 @@ def test_speculation_replays_the_longest_replies_at_temperature_zero(tmp_path):
     body = turns[0]["body"]
     assert body["temperature"] == 0 and body["max_tokens"] == 300 and len(body["messages"]) == 2
     assert not {"stream", "stream_options", "seed"} & set(body)  # one whole reply, the same for every setting
+
+
+def test_parallel_sends_each_pair_in_a_row_then_at_once(tmp_path, llama_server):
+    import transcript
+    log = transcript.writer(tmp_path / "task-b" / "transcript.jsonl", [])
+    for turn in (1, 2):
+        log("request", turn=turn, body={"model": "m", "messages": [{"role": "user", "content": f"Say {turn}."}]})
+        log("response", turn=turn, body={"usage": {"completion_tokens": 32 + turn}}, seconds=1.0)
+    log.close()
+    bench = load_bench()
+    turns = bench.write_turns([tmp_path / "task-b" / "transcript.jsonl"], 2)
+    said = []
+    [(pair, made, in_a_row, at_once)] = bench.parallel(turns, tmp_path, said.append, model="0.5b")
+    assert pair == "task-b + task-b" and made == 33 + 34 and in_a_row > 0 and at_once > 0
+    assert said == ["parallel: task-b + task-b, in a row, then at once"]
+    assert "n_slots = 2" in (tmp_path / "server-parallel.log").read_text()  # two slots: the two can run at once
