@@ -246,6 +246,29 @@ class BadReply(Exception):
     limit. The text says what was wrong, to follow "the reply from <endpoint> ..."."""
 
 
+BYTES_PER_CHAR = 1000  # what a reply of N characters may take on the wire: N tokens of verbose chunks, and more
+
+
+def capped(stream, most: int):
+    """The response body `stream`, ending with BadReply past `most` bytes: the client reads a stream
+    by lines, so a line that never ends would otherwise grow in memory until the time limit."""
+    base = next(kind for kind in type(stream).__mro__ if kind.__name__ == "SyncByteStream")  # httpx's or httpx2's
+
+    class Capped(base):
+        def __iter__(self):
+            read = 0
+            for piece in stream:
+                read += len(piece)
+                if read > most:
+                    raise BadReply(f"went past {most:,} bytes ({BYTES_PER_CHAR} per character of --reply-chars); "
+                                   "the rest was not read")
+                yield piece
+
+        def close(self):
+            stream.close()
+    return Capped()
+
+
 # How servers word "the prompt is larger than the context": llama-server (its error type),
 # OpenAI (its code) and vLLM (the message); the numbers, where the message gives them, guide compaction.
 OVERFLOW = re.compile(r"exceed_context|context_length_exceeded|maximum context length", re.I)
@@ -265,6 +288,7 @@ def live(base_url: str, api_key: str, reply_seconds: float = REPLY_SECONDS, repl
     def once(response):  # subtle: llama-server's 500 is a reply that failed to parse; the same request
         if response.status_code == 500:  # (same seed) fails the same way, so it is not resent as is
             response.headers["x-should-retry"] = "false"
+        response.stream = capped(response.stream, BYTES_PER_CHAR * reply_chars)
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=min(600, reply_seconds), max_retries=retries,
                            http_client=openai.DefaultHttpxClient(event_hooks={"response": [once]}))
     url = transcript.shown(base_url)

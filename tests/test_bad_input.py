@@ -73,6 +73,17 @@ def test_a_server_that_streams_forever_is_cut_off_at_the_reply_size(run_agent, f
     assert "went past 5000 characters (--reply-chars)" in one_line(err, 7)
 
 
+def test_a_line_that_never_ends_is_cut_off_at_a_thousand_bytes_a_character(run_agent, fake):
+    endless = Raw(itertools.chain([b'data: {"choices": [{"delta": {"content": "'], itertools.repeat(b"a" * 65_536)))
+    code, _, err = run_agent(endless, flags=["--reply-chars", "1000"])  # no line ends, so no chunk ever comes
+    assert code == 7
+    deadline = time.monotonic() + 10
+    while not fake.streams[0]["hung_up"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake.streams[0]["hung_up"] and fake.streams[0]["chunks"] < 100  # about 1 MB was read, then it hung up
+    assert "went past 1,000,000 bytes (1000 per character of --reply-chars)" in one_line(err, 7)
+
+
 def test_a_server_that_streams_forever_slowly_is_cut_off_at_the_reply_time(run_agent, fake):
     slow = Raw(itertools.repeat(sse(chunk({"content": "."}))[0]), delay=0.05)
     started = time.monotonic()
