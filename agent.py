@@ -807,6 +807,9 @@ def as_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv:
         setattr(args, key, value)
     if args.approval not in ("auto", "ask", "read-only"):
         parser.error(f"--replay: the recording's approval is {args.approval!r}")
+    if config.get("sandbox") is False and not args.unsafe_no_sandbox:  # a file never turns the sandbox off
+        console.print("replay: the run was recorded with --unsafe-no-sandbox; this replay's commands run in the "
+                      "sandbox, and may diverge (give --unsafe-no-sandbox to match)", style="yellow", markup=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -282,6 +282,15 @@ def test_replay_keeps_the_recorded_turn_cap(run_agent, workspace, capsys):
     assert "--replay: the run was recorded with --max-turns 2, and a replay reproduces it" in capsys.readouterr().err
 
 
+def test_a_replay_never_turns_the_sandbox_off_and_says_so(run_agent, workspace, capsys):
+    log = record(run_agent, workspace, reply(call("run_shell", command="echo hi")), answer("ok"),
+                 flags=["--unsafe-no-sandbox"])
+    capsys.readouterr()
+    warning = "replay: the run was recorded with --unsafe-no-sandbox; this replay's commands run in the sandbox"
+    assert replay(workspace, log) == 0 and warning in " ".join(capsys.readouterr().err.split())
+    assert replay(workspace, log, "--unsafe-no-sandbox") == 0 and "recorded with --unsafe" not in capsys.readouterr().err
+
+
 def test_replay_keeps_plain(run_agent, workspace, capsys):
     text = 'Run:\n```json\n{"name": "run_shell", "arguments": {"command": "touch ran.txt"}}\n```'
     log = record(run_agent, workspace, answer(text), flags=["--plain"])
