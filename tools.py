@@ -241,11 +241,13 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
     target = inside(path, settings)
     if target.exists() and (not target.is_file() or hard_linked(target, target.stat(), settings)):
         raise Refused(f"{path!r} is not a plain file")
-    # subtle: a small model fills an optional argument it does not use with "" (seen in the dev
-    # runs: old="" beside a whole new file), so an empty old is no old: a whole write, with its rule
-    old = old or None
     # surrogateescape: bytes that are not UTF-8 come back as they were, around an edit too
     before = target.read_bytes().decode("utf-8", "surrogateescape") if target.exists() else None
+    # subtle: a small model fills an optional argument it does not use (seen in the dev runs:
+    # old="" beside a whole new file, and old="0.00" or "PWNED" for a file not made yet, the same
+    # call again after the error). With nothing to replace, the call is a whole write, with its rule.
+    unused = bool(old) and before is None
+    old = old if old and before is not None else None
     content.encode()  # a lone surrogate from the model fails here, before anything is written
     if old is not None:
         after, said = edited(path, before, old, content)
@@ -253,7 +255,8 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
         raise Refused(unread(path, target, before, settings))  # a blind overwrite loses what it did not see
     else:
         after = content
-        said = f"wrote {len(content.encode())} bytes ({count_lines(content)} lines) to {path}"
+        said = f"wrote {len(content.encode())} bytes ({count_lines(content)} lines) to {path}" + (
+            " (a new file: old was not used)" if unused else "")
     broken = path.endswith(".py") and syntax_error(after)
     if broken and not (before is not None and syntax_error(before)):
         # a small model writes markup or prose over a working file as easily as code
@@ -283,14 +286,10 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
     return said
 
 
-def edited(path: str, text: str | None, old: str, new: str) -> tuple[str, str]:
+def edited(path: str, text: str, old: str, new: str) -> tuple[str, str]:
     """`text` with its one `old` replaced by `new`, and what changed, in line numbers. Every way
     this can fail is an error the model can act on: where the nearest text is, how often `old`
     occurs."""
-    if text is None:
-        raise ValueError(f"{path} does not exist: to create it, give its whole content without old")
-    if not old:
-        raise ValueError("old is empty: give the exact text to replace, or leave old out to write the whole file")
     if old not in text and "\r\n" in text and "\r" not in old:  # a file with Windows line ends, quoted without
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     found, at = [], text.find(old)

@@ -122,7 +122,8 @@ def test_an_edit_that_does_not_match_once_is_an_error_the_model_can_act_on(run_a
     assert twice == ("Error: ValueError: old occurs 2 times in a.py (at lines 1, 2): give more of the lines around "
                      "it, so that it occurs once")
     assert empty.startswith("Error: Refused: 'a.py' exists") and "read" in empty  # old="" is a whole write: read first
-    assert absent == "Error: ValueError: b.py does not exist: to create it, give its whole content without old"
+    assert absent == "wrote 1 bytes (1 lines) to b.py (a new file: old was not used)"  # a placeholder old
+    assert (workspace / "b.py").read_text() == "y"
     assert broken.startswith("Error: Refused: the new content is not valid Python (")
     assert broken.endswith("so a.py was left as it was; make the edit again with the error fixed")
     assert edited == "edited a.py: replaced lines 2-2 with 1 lines; the file has 2 lines now"
