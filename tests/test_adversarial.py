@@ -686,11 +686,12 @@ def test_a_background_job_cannot_plant_a_link_after_the_call(run_agent, fake, wo
 
 
 def test_without_the_sandbox_a_detached_child_cannot_outlast_the_timeout(run_agent, fake, outside_changes):
-    started = time.monotonic()
-    [result] = attack(run_agent, fake, shell(f"setsid -f sleep 2.{os.getpid()}9"),
-                      flags=["--unsafe-no-sandbox", "--timeout", "1"])
+    started, child = time.monotonic(), f"sleep 30.{os.getpid()}9"
+    [result] = attack(run_agent, fake, shell(f"setsid -f {child}"), flags=["--unsafe-no-sandbox", "--timeout", "1"])
     assert result == "exit code: 0"  # the shell itself exits at once...
-    assert time.monotonic() - started < 1.8  # ...and the call does not wait for its detached child
+    took = time.monotonic() - started
+    subprocess.run(["pkill", "-f", child])  # without the sandbox nothing confines it: the test ends it
+    assert took < 20  # ...and the call does not wait 30 s for its detached child
     assert outside_changes() == []
 
 
