@@ -42,6 +42,8 @@ to stream (it gets a 500 with the error body instead).
 
 import itertools
 import json
+import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -264,3 +266,19 @@ class FakeServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def interrupted(proc: subprocess.Popen, ready) -> tuple[int, str | bytes, str | bytes]:
+    """Ctrl-C the agent `proc` once `ready()` says it is where the test wants it (30 s at most);
+    (exit code, stdout, stderr)."""
+    deadline = time.monotonic() + 30
+    while not ready() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def running(pattern: str):
+    """ready() for interrupted: a process whose command line holds `pattern` runs."""
+    return lambda: bool(subprocess.run(["pgrep", "-f", pattern], capture_output=True).stdout)

@@ -20,7 +20,7 @@ import agent
 import aids
 import prompts
 import tools
-from fake_server import Raw, Status, answer, call, chunk, reply, sse
+from fake_server import Raw, Status, answer, call, chunk, interrupted, reply, running, sse
 
 
 AGENT = [sys.executable, str(tools.Path(agent.__file__))]
@@ -299,12 +299,8 @@ def test_ctrl_c_stops_the_command_and_exits_130(fake, tmp_path):
     fake.script = [reply(call("run_shell", command="sleep 309"))]
     proc = subprocess.Popen([*AGENT, "--base-url", fake.url, "--workspace", str(tmp_path), "go"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.time() + 30
-    while not subprocess.run(["pgrep", "-f", "sleep 309"], capture_output=True).stdout and time.time() < deadline:
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    code, out, err = interrupted(proc, running("sleep 309"))
+    assert code == 130
     assert "interrupted" in err and "Traceback" not in err and out == ""
     assert subprocess.run(["pgrep", "-f", "sleep 309"], capture_output=True).stdout == b""
 

@@ -2,7 +2,6 @@
 model cannot pass by changing what the check trusts. Through the real agent, a scripted model."""
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ import pytest
 
 import agent
 import sandbox
-from fake_server import answer, call, reply
+from fake_server import answer, call, interrupted, reply, running
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
@@ -118,12 +117,8 @@ def test_ctrl_c_mid_attempt_leaves_the_workspace_as_it_was(fake, tmp_path):
     proc = subprocess.Popen([*AGENT, "--base-url", fake.url, "--workspace", str(ws), "--transcript", "off",
                              "--check", "true", "go"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
                             env={**__import__("os").environ, "TOOLOOP_RUNS": str(tmp_path / "runs")})
-    deadline = time.time() + 30
-    while not subprocess.run(["pgrep", "-f", "sleep 313"], capture_output=True).stdout and time.time() < deadline:
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    code, _, err = interrupted(proc, running("sleep 313"))
+    assert code == 130
     assert snapshot(ws) == {"a.txt": b"before\n"}
     assert "the run was interrupted: the workspace is as it was" in " ".join(err.decode().split())
 

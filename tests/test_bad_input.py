@@ -13,7 +13,6 @@ where its feature is tested (tests/test_streaming.py, tests/test_transcript.py).
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ import agent
 import prompts
 import tools
 import transcript
-from fake_server import Raw, Status, answer, call, chunk, reply, sse
+from fake_server import Raw, Status, answer, call, chunk, interrupted, reply, sse
 
 AGENT = [sys.executable, agent.__file__]
 LLAMA_PROPS = {"default_generation_settings": {"n_ctx": 8192}, "chat_template_caps": {"supports_tool_calls": True}}
@@ -342,16 +341,6 @@ def test_two_runs_in_the_same_second_write_two_transcripts(fake, workspace, caps
         transcript.writer(logs[0], [], exclusive=True)
 
 
-def interrupted(proc: subprocess.Popen, ready) -> tuple[int, str]:
-    """Ctrl-C `proc` once `ready()` says it is where the test wants it; (exit code, stderr)."""
-    deadline = time.monotonic() + 30
-    while not ready() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    return proc.returncode, err
-
-
 def test_ctrl_c_during_the_sandbox_probe_is_exit_130(fake, workspace, tmp_path):
     folder, started = tmp_path / "bin", tmp_path / "probing"
     folder.mkdir()
@@ -360,7 +349,7 @@ def test_ctrl_c_during_the_sandbox_probe_is_exit_130(fake, workspace, tmp_path):
     env = {"PATH": f"{folder}:{os.path.dirname(sys.executable)}:/usr/bin:/bin", "OPENAI_API_KEY": "local"}
     proc = subprocess.Popen([*AGENT, "--base-url", fake.url, "--workspace", str(workspace), "go"], env=env,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    code, err = interrupted(proc, started.exists)
+    code, _, err = interrupted(proc, started.exists)
     assert code == 130 and "interrupted" in err and "Traceback" not in err
     assert fake.requests == []
 
@@ -373,7 +362,7 @@ def test_ctrl_c_during_the_file_reads_is_exit_130(fake, workspace, tmp_path):
                              "--no-probe", "--transcript", "off", *files, "go"], env={**os.environ, "TOOLOOP_RUNS": str(runs)},
                             cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the copy the run works on is made just before the reads (an open file is too brief to catch)
-    code, err = interrupted(proc, lambda: any(runs.glob("*/attempt-1/a.txt")))
+    code, _, err = interrupted(proc, lambda: any(runs.glob("*/attempt-1/a.txt")))
     assert code == 130 and "interrupted" in err and "Traceback" not in err
     assert fake.requests == []
 
