@@ -40,8 +40,10 @@ from rich.text import Text
 
 import aids
 import changes
+import checkview
 import prompts
 import protect
+import runs
 import sandbox
 import transcript
 from transcript import printable
@@ -131,10 +133,10 @@ def run(task: str, ask, settings: Settings, max_turns: int, hooks: aids.Hooks = 
 def run_check(command: str, settings: Settings, turn: int, log=lambda event, **data: None) -> Result:
     """Run the user's check as run_shell runs a command: in the sandbox, with its time limit (a
     check that hangs is killed and fails), on a copy of the attempt where the files the check's
-    runner trusts are as they were before the run (changes.for_check), so the model cannot pass
+    runner trusts are as they were before the run (checkview.for_check), so the model cannot pass
     it by changing the tests. The model never proposed it, so no permission asks."""
     if settings.original:
-        view, restored = changes.for_check(settings.original, settings.workspace, checked(settings.workspace), command)
+        view, restored = checkview.for_check(settings.original, settings.workspace, checked(settings.workspace), command)
         settings = replace(settings, workspace=view)
         if restored:
             note("check_view", "the check sees these as they were before the run (the check trusts them): "
@@ -738,43 +740,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def land(workspace: Path, source: Path, settings: Settings, code: int, check: str | None,
-         folder: Path) -> tuple[list, list[str], str]:
-    """Apply the run's change set to the user's workspace, if it may land: without a check, the one
-    attempt's, unless the run was interrupted (or crashed: the code is still 130); with one, only
-    the passing attempt's, as its check saw it. Returns (changes applied, why others were not, a
-    line that says where the attempts' files are)."""
-    if not any(folder.iterdir()):  # the run ended before its first attempt began
-        folder.rmdir()
-        return [], [], "no attempt began: the workspace is as it was"
-    if code == 130 or (check and code != 0) or not source.is_dir():
-        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
-        return [], [], f"{what}: the workspace is as it was; the attempts' files are in {folder}"
-    try:
-        landed, refused = changes.apply(changes.diff(workspace, source), source, workspace,
-                                        {str(path.relative_to(workspace)) for path in settings.named})
-    except OSError as error:
-        return [], [f"error: cannot apply the changes ({error})"], f"the run's files are in {source}"
-    chosen = f"{source.name.removesuffix('.check').replace('-', ' ')} passed the check; " if check else ""
-    return landed, refused, f"{chosen}the run's files are kept in {folder}"
-
-
-KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
-RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what runs_folder names them: the time the run began
-
-
-def runs_folder(runs: Path) -> Path:
-    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default ~/.cache/tooloop/runs).
-    Each holds whole copies of a workspace, so only the KEEP_RUNS newest stay: older runs' folders
-    go as a run begins. Nothing else in `runs` is touched."""
-    runs.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
-    kept = sorted(path for path in runs.iterdir() if RUN_NAME.fullmatch(path.name) and not path.is_symlink())
-    for old in kept[:-KEEP_RUNS]:
-        shutil.rmtree(old, ignore_errors=True)
-    return folder
-
-
 # The settings a replay takes from the recording's start event, each with its flag (plain: no aids).
 RECORDED = {"max_turns": "--max-turns", "approval": "--approval", "timeout": "--timeout",
             "check_rounds": "--check-rounds", "attempts": "--attempts", "max_write": "--max-write", "plain": "--plain"}
@@ -865,7 +830,7 @@ def session(argv: list[str] | None = None) -> int:
         console.print(Text(printable(f"error: cannot write the transcript {path} ({error})"), style="bold red"))
         return 2
     totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-    tries, folder = (args.attempts if check else 1), runs_folder(args.runs)
+    tries, folder = (args.attempts if check else 1), runs.folder(args.runs)
     code, answer, source = 130, "", folder / "attempt-1"  # without a check, the one attempt lands however it ends
     console.print(Text(printable(task)), style="bold magenta")
     try:
@@ -900,7 +865,7 @@ def session(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
     finally:
-        landed, refused, where = land(workspace, source, settings, code, check, folder)
+        landed, refused, where = runs.land(workspace, source, settings, code, check, folder)
         landed = [vars(change) for change in landed]
         log("changes", landed=landed, refused=refused, where=where)
         if settings.removed:

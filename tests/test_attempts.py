@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import agent
+import runs
 import sandbox
 from fake_server import answer, call, interrupted, reply, running
 
@@ -227,11 +228,11 @@ def test_a_file_you_edit_while_the_run_goes_on_is_kept(run_agent, fake, workspac
 
 
 def test_what_the_check_trusts_is_named_as_tests_and_runner_configuration_are():
-    import changes
+    import checkview
     trusted = ["test_stats.py", "stats_test.go", "tests/data.json", "conftest.py", "src/conftest.py",
                "pytest.ini", "pyproject.toml", "FooTest.java", "app.spec.js", "Makefile"]
-    assert [p for p in trusted if not changes.trusted(p)] == []
-    assert [p for p in ("stats.py", "backup.sh", "contest.py", "Foo.java", "latest.py") if changes.trusted(p)] == []
+    assert [p for p in trusted if not checkview.trusted(p)] == []
+    assert [p for p in ("stats.py", "backup.sh", "contest.py", "Foo.java", "latest.py") if checkview.trusted(p)] == []
 
 
 def test_only_the_newest_runs_folders_are_kept(run_agent, fake, workspace, runs_folder):
@@ -243,6 +244,6 @@ def test_only_the_newest_runs_folders_are_kept(run_agent, fake, workspace, runs_
     code, _, _ = run_agent(answer("done"))
     assert code == 0
     [new] = [path for path in runs_folder.iterdir() if path not in old and path.suffix != ".txt" and path.name != "notes"]
-    assert agent.RUN_NAME.fullmatch(new.name) and (new / "attempt-1").is_dir()
+    assert runs.RUN_NAME.fullmatch(new.name) and (new / "attempt-1").is_dir()
     assert [folder.exists() for folder in old] == [False] * 6 + [True] * 19  # 19 old ones and the new one: 20
     assert (runs_folder / "notes").is_dir() and (runs_folder / "20260101-000000-abcdefgh.txt").read_text() == "mine\n"
