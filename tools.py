@@ -177,7 +177,10 @@ def read_file(path: str, start: int = 1, lines: int | None = None, *, settings: 
         raise ValueError("start and lines must be 1 or more")
     target = inside(path, settings)
     # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the name resolve() checked is the file.
-    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:  # said in the model's own terms: the OS's would name the run's copy
+        raise FileNotFoundError(f"{path} does not exist (yet): write_file creates it") from None
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):

@@ -264,6 +264,15 @@ def test_a_parser_error_gets_one_corrective_retry(run_agent, fake):
         error="Failed to parse input at pos 12: <tool_call>{bad")}
 
 
+def test_a_read_of_a_missing_file_says_so_in_the_workspaces_terms(run_agent, fake, workspace, runs_folder):
+    # small models often read the file the task asks for before it exists; the OS's error would name
+    # the run's copy of the workspace, and the model went looking for the file there
+    code, _, _ = run_agent(reply(call("read_file", path="fizzbuzz.py")), answer("ok"))
+    [result] = results(fake.requests[1])
+    assert result == "Error: FileNotFoundError: fizzbuzz.py does not exist (yet): write_file creates it"
+    assert str(runs_folder) not in result and "Errno" not in result
+
+
 def test_a_second_parser_error_is_exit_1(run_agent, fake):
     code, out, err = run_agent(*[PARSER_500] * 4)
     assert code == 1 and out == "" and "could not parse the model's reply twice" in err
