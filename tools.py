@@ -21,7 +21,6 @@ command is its own process).
 import difflib
 import json
 import os
-import re
 import selectors
 import signal
 import stat
@@ -34,6 +33,7 @@ from typing import Callable
 
 import protect
 import sandbox
+from redact import redact  # the one secret filter: every result passes it in dispatch
 
 READ_CAP = 6_000  # bytes of a file handed to the model in one read: 1,500-3,500 tokens that every later request carries
 OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
@@ -528,19 +528,3 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
         result = error(f"{type(problem).__name__}: {problem}")
     result = result if isinstance(result, Result) else Result(result)
     return Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
-
-
-# The user part of a URL: `https://user:token@host/` (a git remote, a registry), `https://token@host/`
-USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """`text` without the run's secrets (the API key, the base URL's password) and without the
-    credentials of any URL in it, as git keeps them in a remote:
-
-        >>> redact("url = https://bot:ghp_x1@example.org/a.git, key sk-1", ["sk-1"])
-        'url = https://[redacted]@example.org/a.git, key [redacted]'
-    """
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    return USERINFO.sub(r"\1[redacted]@", text)

@@ -20,8 +20,8 @@ A run's events, in order:
     {"event": "end", "exit_code": 0, "answer": ..., "totals": {...}}
 
 Each line is flushed before the run goes on, so a crash or Ctrl-C loses nothing already done,
-and the whole line is passed through the secret filter first (transcript.secrets), so the API
-key and the base URL's password never land here. A name already taken by anything but a regular
+and every string in it passes the secret filter first (redact.py), so the API key, the base
+URL's password and any credential a tool showed never land here. A name already taken by anything but a regular
 file (a link, a FIFO planted by a command in an earlier run) is refused: writer raises OSError.
 
 Left out on purpose: rotation, compression, and any index across runs (a folder of .jsonl files
@@ -39,6 +39,8 @@ from pathlib import Path
 
 from openai.types.chat import ChatCompletion
 
+from redact import everywhere, redact, secrets  # noqa: F401 (secrets: the run's own, for the writer)
+
 
 UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
 ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
@@ -47,8 +49,9 @@ ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+2
 def printable(text: str) -> str:
     """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
     be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
-    around), each escaped as Python writes it. All printed text not written here goes through it."""
-    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    around), each escaped as Python writes it, and no credential (redact.py). All printed text not
+    written here goes through it."""
+    text = redact(text.encode("utf-8", errors="replace").decode("utf-8"))
     return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
@@ -98,10 +101,9 @@ def writer(path: Path, secrets: list[str], exclusive: bool = False):
             if previous and messages[:len(previous)] == previous:
                 data = {**data, "body": {**data["body"], "messages": messages[len(previous):]}, "after": len(previous)}
             previous = list(messages)
+        data = everywhere(data, secrets)  # every string, before JSON escapes it
         line = json.dumps({"event": event, "time": round(time.time(), 3), **data}, ensure_ascii=False)
         line = BREAKS.sub(lambda m: f"\\u{ord(m[0]):04x}", line)  # one event, one line, whoever splits them
-        for secret in secrets:
-            line = line.replace(secret, "[redacted]")
         file.write(line + "\n")
         file.flush()
 
@@ -117,14 +119,6 @@ def shown(url: str) -> str:
     """
     parts = urllib.parse.urlsplit(url)
     return parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl() if "@" in parts.netloc else url
-
-
-def secrets(api_key: str, base_url: str) -> list[str]:
-    """What is filtered out of the transcript and of every tool result: the API key, and the
-    user:password of the base URL and its password alone. Values under 6 characters (the default
-    key "local", a short user name) are left alone: replacing them would mangle ordinary text."""
-    parts = urllib.parse.urlsplit(base_url)
-    return [s for s in (api_key, parts.netloc.rpartition("@")[0], parts.password) if s and len(s) >= 6]
 
 
 # What each kind of event must hold, and of which type, for render and replay to use it.
