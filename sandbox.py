@@ -12,7 +12,8 @@ scripts/setup ask it). Inside the sandbox a command sees:
   other users may not read (/etc/shadow, private keys) are hidden: root keeps owner rights
   without any capability, so dropping capabilities alone would not hide them.
 - the toolchains that installers put in the user's home (HOME_TOOLCHAINS: rustup and cargo,
-  nvm, go, pyenv, sdkman), read-only at their real paths, their bin folders on PATH; nothing
+  nvm, go, pyenv, sdkman): their programs and libraries, read-only at their real paths, their
+  bin folders on PATH; never their etc or conf folders (an npmrc, Maven's settings.xml), nothing
   else of the home folder.
 - the workspace read-write at its real path, but the paths there that host tools run or trust
   (.git, __pycache__, hooks folders, shell rc files: protect.py) read-only, and .env and
@@ -77,16 +78,24 @@ CGROUP_LIMITS = {
 }
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
-# Toolchains their usual installers put in the home folder: {folder under $HOME: its bin folders
-# (globs)}. Each folder that exists is bound read-only, its bin folders go on PATH, and so do the
-# folders of tooloop's own PATH inside it (nvm's node: the version the user's shell chose).
+# Toolchains their usual installers put in the home folder: {folder under $HOME: (what of it is
+# bound read-only, its bin folders for PATH), as globs}. Only programs and libraries are bound, never
+# a toolchain's etc or conf, where a global npmrc or Maven's settings.xml keeps a registry's
+# password; the folders of tooloop's own PATH inside a bound one go on PATH too (nvm's node: the
+# version the user's shell chose).
+PROGRAMS = ("bin", "lib", "lib64", "libexec", "include")
 HOME_TOOLCHAINS = {
-    ".rustup": [],  # rustup's toolchains (RUSTUP_HOME); its proxies (cargo, rustc) are in .cargo/bin
-    ".cargo/bin": ["."],  # not all of .cargo: credentials.toml holds the user's registry token
-    ".nvm": [],
-    "go/bin": ["."],  # what `go install` built; not all of ~/go (GOPATH): src may hold the user's code
-    ".pyenv": ["bin", "shims"],  # PYENV_ROOT
-    ".sdkman/candidates": ["*/current/bin"],  # java, gradle, maven, kotlin...
+    # rustup's toolchains (RUSTUP_HOME), the file that names the default one and the folder it checks
+    # them against; its proxies (cargo, rustc) are in .cargo/bin, not all of .cargo:
+    # credentials.toml holds the registry token
+    ".rustup": (["settings.toml", "update-hashes", *(f"toolchains/*/{p}" for p in PROGRAMS)], []),
+    ".cargo/bin": (["."], ["."]),
+    ".nvm": ([f"versions/node/*/{p}" for p in PROGRAMS], []),  # not versions/node/*/etc/npmrc
+    "go/bin": (["."], ["."]),  # what `go install` built; not all of ~/go (GOPATH): src may hold the user's code
+    ".pyenv": (["version", "bin", "libexec", "shims", *(f"versions/*/{p}" for p in PROGRAMS)], ["bin", "shims"]),
+    # java, gradle, maven, kotlin...: a JDK's conf too (its security policy: the JVM does not start
+    # without it); not maven's conf, with settings.xml
+    ".sdkman/candidates": ([f"*/*/{p}" for p in PROGRAMS] + ["java/*/conf"], ["*/current/bin"]),
 }
 HOME_VARIABLES = {".rustup": "RUSTUP_HOME", ".pyenv": "PYENV_ROOT"}  # how they find themselves, with $HOME=/tmp
 SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219}.get(platform.machine().lower())
@@ -144,7 +153,7 @@ def environment() -> dict[str, str]:
     interpreters = dict.fromkeys(  # the user's Python comes first on PATH
         [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
     )
-    folders, bins = _home_toolchains()
+    folders, bins, _ = _home_toolchains()
     return {
         "PATH": ":".join([*filter(None, interpreters), *bins, SYSTEM_PATH]),  # "" would mean the cwd
         "HOME": "/tmp",  # writable, private, and not the real home with its dotfiles
@@ -237,7 +246,7 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
     read_only, masked = protect.mounts(ws)
     # the home toolchains come after the workspace, so that they stay read-only even in a workspace
     # that holds them (tooloop run in the home folder): the user's own shell runs them later
-    toolchains = list(_home_toolchains()[0].values())
+    toolchains = _home_toolchains()[2]
     for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws)), *toolchains]:
         argv += ["--ro-bind", path, path]
     for path in masked:  # a secret file reads as nothing; a secret folder (.aws, .ssh) is empty
@@ -323,31 +332,36 @@ def _interpreter_dirs() -> list[str]:
     return [d for d in dirs if d != "/" and d != "/usr" and not d.startswith("/usr/")]
 
 
-def _home_toolchains() -> tuple[dict[str, str], list[str]]:
-    """({name in HOME_TOOLCHAINS: its real path} for those that exist, their bin folders for PATH).
+def _home_toolchains() -> tuple[dict[str, str], list[str], list[str]]:
+    """({name in HOME_TOOLCHAINS: its real path} for those that exist, their bin folders for PATH,
+    what of them to bind: their programs and libraries).
 
     For example, with rustup installed for the user:
 
         >>> _home_toolchains()
-        ({'.rustup': '/home/me/.rustup', '.cargo/bin': '/home/me/.cargo/bin'}, ['/home/me/.cargo/bin'])
+        ({'.rustup': '/home/me/.rustup', '.cargo/bin': '/home/me/.cargo/bin'}, ['/home/me/.cargo/bin'],
+         ['/home/me/.rustup/settings.toml', '/home/me/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin', ...])
 
     Read again at each call (a few stat calls): the user may install one while tooloop runs.
     """
     home = os.path.realpath(Path.home())
     if home == "/":
-        return {}, []  # no home folder: (bind nothing of the root)
+        return {}, [], []  # no home folder: (bind nothing of the root)
     folders = {name: os.path.realpath(os.path.join(home, name)) for name in HOME_TOOLCHAINS
                if os.path.isdir(os.path.join(home, name))}
-    # subtle: a folder that is a link out of the home (or to the home itself) is not bound. In a
-    # workspace that is the home folder a command could plant `.nvm -> /etc/ssl/private`, and these
-    # binds come after the ones that hide the secrets of /etc.
+    # subtle: a folder that is a link out of the home (or to the home itself) is not bound, nor is
+    # anything in it that links out of it. In a workspace that is the home folder a command could
+    # plant `.nvm -> /etc/ssl/private`, and these binds come after the ones that hide the secrets of /etc.
     folders = {name: path for name, path in folders.items() if Path(path).is_relative_to(home) and path != home}
+
+    def found(folder: str, patterns: list[str]) -> list[str]:
+        paths = (os.path.realpath(p) for pattern in patterns for p in sorted(glob.glob(os.path.join(folder, pattern))))
+        return [p for p in dict.fromkeys(paths) if Path(p).is_relative_to(folder) and os.path.exists(p)]
+    binds = [p for name, folder in folders.items() for p in found(folder, HOME_TOOLCHAINS[name][0])]
     own = [os.path.realpath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-    bins = [p for p in own if any(Path(p).is_relative_to(folder) for folder in folders.values())]
-    for name, folder in folders.items():
-        bins += [os.path.realpath(p) for pattern in HOME_TOOLCHAINS[name]
-                 for p in sorted(glob.glob(os.path.join(folder, pattern)))]
-    return folders, [p for p in dict.fromkeys(bins) if os.path.isdir(p)]
+    bins = [p for p in own if any(Path(p).is_relative_to(bound) for bound in binds)]
+    bins += [p for name, folder in folders.items() for p in found(folder, HOME_TOOLCHAINS[name][1])]
+    return folders, [p for p in dict.fromkeys(bins) if os.path.isdir(p)], binds
 
 
 @functools.cache

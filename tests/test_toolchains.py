@@ -67,26 +67,41 @@ def test_toolchains_in_the_home_folder_are_reachable_read_only_and_nothing_else_
         (home / path).parent.mkdir(parents=True)
         (home / path).write_text(f"#!/bin/sh\necho {name} from the home folder\n")
         (home / path).chmod(0o755)
-    (home / ".rustup" / "toolchains").mkdir(parents=True)
+    (home / ".rustup" / "toolchains" / "stable" / "lib").mkdir(parents=True)
+    (home / ".rustup" / "settings.toml").write_text('default_toolchain = "stable"\n')
     (home / ".cargo" / "credentials.toml").write_text("token = 'secret'\n")
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_ed25519").write_text("private key\n")
     (home / "go" / "src").mkdir()
+    # a toolchain's configuration, where registry passwords are kept: never bound
+    (home / ".nvm/versions/node/v0/lib/node_modules").mkdir(parents=True)
+    (home / ".nvm/versions/node/v0/etc").mkdir()
+    (home / ".nvm/versions/node/v0/etc/npmrc").write_text("//registry.example.org/:_authToken=npm-secret\n")
+    (home / ".sdkman/candidates/maven/3.9/conf").mkdir(parents=True)
+    (home / ".sdkman/candidates/maven/3.9/conf/settings.xml").write_text("<password>maven-secret</password>\n")
+    (home / ".sdkman/candidates/maven/3.9/lib").mkdir()
+    (home / ".sdkman/candidates/maven/3.9/lib/maven-core.jar").write_text("a library\n")
     monkeypatch.setenv("HOME", str(home))
     nvm_bin = str(home / ".nvm/versions/node/v0/bin")  # nvm's node is the one the user's shell put on PATH
     monkeypatch.setenv("PATH", nvm_bin + os.pathsep + os.environ["PATH"])
     home = os.path.realpath(home)
     command = ("cargo-like; node-like; pyenv-like; java-like; go-like; echo RUSTUP_HOME=$RUSTUP_HOME; "
-               f"ls -a {home}; cat {home}/.cargo/credentials.toml {home}/.ssh/id_ed25519; ls {home}/go/src; "
-               f"touch {home}/.cargo/bin/planted {home}/.rustup/planted")
+               f"ls -a {home}; ls {home}/.rustup {home}/.nvm/versions/node/v0 {home}/.sdkman/candidates/maven/3.9; "
+               f"cat {home}/.cargo/credentials.toml {home}/.ssh/id_ed25519; ls {home}/go/src; "
+               f"cat {home}/.nvm/versions/node/v0/etc/npmrc {home}/.sdkman/candidates/maven/3.9/conf/settings.xml; "
+               f"touch {home}/.cargo/bin/planted {home}/.rustup/toolchains/stable/lib/planted")
     result = shell(run_agent, fake, command)
     out, err = result.split("\n--- stderr ---\n")
     assert out.splitlines()[1:] == [
         "--- stdout ---", "cargo from the home folder", "nvm from the home folder", "pyenv from the home folder",
         "sdkman from the home folder", "go from the home folder", f"RUSTUP_HOME={home}/.rustup",
-        ".", "..", ".cargo", ".nvm", ".pyenv", ".rustup", ".sdkman", "go"]
+        ".", "..", ".cargo", ".nvm", ".pyenv", ".rustup", ".sdkman", "go",
+        f"{home}/.nvm/versions/node/v0:", "bin", "lib", "",
+        f"{home}/.rustup:", "settings.toml", "toolchains", "",
+        f"{home}/.sdkman/candidates/maven/3.9:", "lib"]
     assert "credentials.toml: No such file or directory" in err and "id_ed25519: No such file or directory" in err
     assert "go/src': No such file or directory" in err  # ~/go/bin only: GOPATH's src may hold the user's code
+    assert "etc/npmrc: No such file or directory" in err and "conf/settings.xml: No such file or directory" in err
     assert err.count("Read-only file system") == 2
     assert not (Path(home) / ".cargo/bin/planted").exists()
 
@@ -98,6 +113,6 @@ def test_a_toolchain_folder_that_links_out_of_the_home_is_not_bound(run_agent, f
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / ".rustup").symlink_to(tmp_path / "private")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert sandbox._home_toolchains() == ({}, [])
+    assert sandbox._home_toolchains() == ({}, [], [])
     result = shell(run_agent, fake, f"echo RUSTUP_HOME=$RUSTUP_HOME; cat {os.path.realpath(tmp_path)}/private/key")
     assert result.startswith("exit code: 1\n--- stdout ---\nRUSTUP_HOME=\n") and "secret" not in result
