@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletion
 from rich.console import Console
 from rich.highlighter import JSONHighlighter
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
 
@@ -157,17 +158,20 @@ def answer_on_terminal() -> bool:
 
 def show_end(code: int, answer: str, meaning: str) -> None:
     if answer and code == 0:
-        console.print(Markdown(printable(answer)))
+        console.print(Markdown(printable(answer), hyperlinks=False))  # a link shows where it leads
     console.print(f"exit code {code}: {meaning}", style="dim")
 
 
 def render(events: list[dict]) -> int:
-    """Print a recorded transcript with the same look as the live run."""
+    """Print a recorded transcript with the same look as the live run. A transcript is data, so
+    every field reaches the terminal through printable, as text (never as markup), and a number
+    that is no number is not shown."""
     n_ctx = max_turns = None
     for event in events:
         if event["event"] == "start":
             console.print(Text(printable(event["task"])), style="bold magenta")
-            n_ctx, max_turns = event["config"].get("n_ctx"), event["config"].get("max_turns")
+            n_ctx, max_turns = (event["config"].get(key) for key in ("n_ctx", "max_turns"))
+            n_ctx, max_turns = (value if type(value) is int else None for value in (n_ctx, max_turns))
         elif event["event"] == "response":
             show_reply(ChatCompletion.model_validate(event["body"]).choices[0].message)
             show_usage(event["turn"], max_turns, event["body"], event["seconds"], n_ctx)
@@ -179,9 +183,11 @@ def render(events: list[dict]) -> int:
         elif event["event"] == "note":
             note(event["kind"], event["text"])
         elif event["event"] == "changes":
-            show_changes(event.get("landed") or [], event.get("refused") or [], event.get("where", ""))
+            landed = [change for change in event["landed"] if isinstance(change, dict) and change.get("kind") in (
+                "created", "changed", "deleted") and all(type(change.get(n)) is int for n in ("added", "removed"))]
+            show_changes(landed, [line for line in event["refused"] if isinstance(line, str)], event["where"])
         elif event["event"] == "end":
-            show_end(event["exit_code"], event.get("answer") or "", event.get("meaning", "?"))
+            show_end(event["exit_code"], str(event.get("answer") or ""), escape(printable(str(event.get("meaning", "?")))))
     return 0
 
 
