@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from recover import recover_all
+from recover import TEXT_CALL, recover_all
 from screen import note
 from tools import TOOLS, Result, Settings, inside, parsed
 
@@ -115,8 +115,10 @@ IMAGINED = re.compile(r"^[ \t]*<tool_response>", re.M)
 
 def complete(text: str, settings: Settings, calls: list) -> int | None:
     """How much of a reply, while it streams, to keep once it has just closed a command or a read
-    written as text (a code block or a closing tag that recover reads as one): all of it, and the
-    reply is stopped there; None while it should go on.
+    written as a call (a closing fence or tag that recover reads as one): all of it, and the reply
+    is stopped there; None while it should go on. A command shown as a ```sh or ```python block
+    does not stop it: only the rest of the reply tells an action (the reply ends there) from an
+    answer that shows the command as advice (recover._ends_in_code), and an answer is never cut.
 
     Failure answered: small models wrap their call in prose, a plan before it and an explanation
     after it, 200-500 tokens around a call of 50-150; on a CPU that is most of a turn. Nothing
@@ -130,8 +132,8 @@ def complete(text: str, settings: Settings, calls: list) -> int | None:
         return imagined.start()
     if not CLOSES.search(text[-40:]):  # (a streamed piece is a few characters)
         return None
-    found = written(text, settings, calls, whole=False)[0]  # (still streaming: no call runs to the end yet)
-    return len(text) if found and found[-1][0] in ("run_shell", "read_file") else None
+    found, rules = written(text, settings, calls, whole=False)  # (still streaming: no call runs to the end yet)
+    return len(text) if found and found[-1][0] in ("run_shell", "read_file") and rules[-1][0] == TEXT_CALL else None
 
 
 def current_text(path: str, settings: Settings) -> str | None:

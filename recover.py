@@ -4,7 +4,8 @@ Small local models often "call" a tool by writing the call into their reply: Qwe
 it in a ```json block, Hermes-style templates ask for <tool_call> tags, and Kimi K2's markup
 leaks through when the server does not parse it. When a reply has no `tool_calls`, the loop asks
 `recover_all` for calls written as text, whole files shown as code blocks (`file_blocks`),
-commands shown as ```sh blocks and programs shown as ```python blocks, in the order written.
+commands shown as ```sh blocks and programs shown as ```python blocks (those two only when the
+reply ends in code: in an answer, a block is an example or advice), in the order written.
 
 Recovered, for the tool names the caller passes in only:
 
@@ -53,13 +54,13 @@ TEXT_CALL = "text-call"
 RULES = (
     (TEXT_CALL, "a call written as text: JSON, <tool_call> tags, Kimi's markup, a Python call"),
     # whole files shown as code blocks (_file_blocks): write_file
-    ("file-prose", "a block whose file the prose before it names, and no other file"),
+    ("file-named", "a block whose file its first line (a comment) or else the prose before it names, alone"),
     ("file-unnamed", "an unnamed ```python block keeping every def and class of one file the run read"),
     ("splice-named", "a named block of functions the file has, alone: spliced into it in their place"),
     ("splice-unnamed", "an unnamed ```python block of functions one file the run read has: spliced in"),
-    # commands shown as shell blocks (_command_blocks): run_shell
+    # commands shown as shell blocks (_command_blocks), in a reply that ends in code: run_shell
     ("sh-block", "a ```sh, bash, shell or zsh block: its text run as a command"),
-    # programs shown as ```python blocks (_program): run_shell of python3
+    # programs shown as ```python blocks (_program), in a reply that ends in code: run_shell of python3
     ("python-program", "a ```python block that does something: run as a program"),
     ("python-shown-last", "a program that ends in a bare expression: run with that value printed"),
 )
@@ -92,6 +93,7 @@ _FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:" + "|".join(_LANG
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _QUIET = (*_DEFINITIONS, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 _SHELLS = {"sh", "bash", "shell", "zsh"}
+_TAG = re.compile(r"<[^<>\n]*>")  # </tool_call>, <|im_end|>: no prose
 _NAME_COMMENT = re.compile(r"[ \t]*(?:#|//)[ \t]*((?:[\w-]+/)*[\w-]+\.\w+)[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _BRACES = re.compile(r"}*")  # stray closing braces after a call in doubled braces
@@ -112,7 +114,9 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
     covers), commands shown as ```sh blocks and programs shown as ```python blocks, in the order
     they appear in the reply, each call once: (calls, rules), where rules[i] is (the name in
     RULES of the rule that read calls[i], calls[i] in words). A model that shows the file, then
-    the command that runs it, means both, in that order. A ```sh block holding a command in
+    the command that runs it, means both, in that order. A command or program shown as a block
+    runs only in a reply that ends in code (see _ends_in_code): one with prose after its last
+    block is an answer, and the block in it an example or advice. A ```sh block holding a command in
     `quoted` (one that ran with no file changed since) quotes it, unless the reply writes first.
     `read`: the .py files the run has read or written (see file_blocks). `names`: the tool names,
     or a dict of them to their parameters in order (then `read_file("a.py")` is understood too).
@@ -121,7 +125,9 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
 
     >>> reply = "`t.py`:\\n```python\\nprint(1)\\n```\\n```sh\\npython t.py\\n```"
     >>> recover_all(reply, {"write_file", "run_shell"}, lambda path: None)[1]
-    [('file-prose', 'write_file of t.py'), ('sh-block', "run_shell of 'python t.py'")]
+    [('file-named', 'write_file of t.py'), ('sh-block', "run_shell of 'python t.py'")]
+    >>> recover_all(reply + "\nIt prints 1.", {"write_file", "run_shell"}, lambda path: None)[1]
+    [('file-named', 'write_file of t.py')]
     """
     calls = [(at, name, args, TEXT_CALL) for at, name, args in _calls(text, names, whole)]
     written = {args.get("path") for _, name, args, _ in calls if name == "write_file"}
@@ -130,8 +136,8 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
               for start, path, body, rule in files if path not in written and "write_file" in names]
     used = {start for start, *_ in files}
     writes = [at for at, name, *_ in calls + blocks if name == "write_file"]
-    commands = [(start, "run_shell", {"command": command}, rule)
-                for start, command, rule in _command_blocks(text, used) + _program(text, used, names)
+    shown = _command_blocks(text, used) + _program(text, used, names) if _ends_in_code(text, calls) else []
+    commands = [(start, "run_shell", {"command": command}, rule) for start, command, rule in shown
                 if "run_shell" in names and (command not in quoted or any(at < start for at in writes))]
     ordered, seen = [], set()
     for _, name, args, rule in sorted(calls + blocks + commands, key=lambda call: call[0]):
@@ -140,6 +146,18 @@ def recover_all(text: str, names, current, quoted=frozenset(), read=(), whole=Tr
             seen.add((name, encoded))
             ordered.append(((name, encoded), (rule, _said(name, args))))
     return [call for call, _ in ordered], [rule for _, rule in ordered]
+
+
+def _ends_in_code(text, calls) -> bool:
+    """Does the reply end in code: nothing but blanks and tags after its last code block, or a
+    call written as text after it? Failure answered: a small model's answer shows a command as an
+    example or as advice ("if you ever want to start over you could run ```sh rm -rf data```, but
+    only after a backup"), in the middle of the answer. A model that means to act ends its reply
+    with the action, as it ends one with a call, and waits for the output; one that goes on in
+    prose after the block is answering, and its blocks are shown, not run (and the reply is not
+    stopped at them: aids.complete)."""
+    last = max((block.end() for block in _FENCE.finditer(text)), default=0)
+    return any(at >= last for at, *_ in calls) or not re.search(r"\w", _TAG.sub("", text[last:]))
 
 
 def _said(name, args) -> str:
@@ -157,14 +175,14 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
     calling write_file: [("write_file", arguments_as_json_object_string), ...] in order.
 
     Small models write code far better in a ```python block than inside a JSON string. A block
-    counts as the whole new content of PATH when its language fits PATH's type and either the
-    prose since the previous block names PATH and no other file, or nothing names a file and the
-    block is a ```python block that
+    counts as the whole new content of PATH when its language fits PATH's type and either its
+    first line is a comment that is PATH alone (`# fizzbuzz.py`), or the prose since the previous
+    block names PATH and no other file, or nothing names a file and the block is a ```python block that
     keeps every top-level def and class of exactly one file in `read` (the .py files the run has
     read or written; small models asked again for a change often answer with the new file alone,
     unnamed). Only the first block per file counts (later ones are usually
-    the command that runs it), a block that mentions its own file's name is a command (unless the
-    file does too: a usage line in its docstring), Python
+    the command that runs it), a block that mentions its own file's name outside its comments is
+    a command (unless the file does too: a usage line in its docstring), Python
     must parse, and a block that would drop a top-level def or class the file has now is a
     snippet, not a file: its functions are spliced into the file in their place, if the run has
     read it. `current(path)` gives the file's text now, or None.
@@ -180,7 +198,8 @@ def _file_blocks(text, current, read=()):
     for block in _FENCE.finditer(text):
         language, whole = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        paths, rule = _named_alone(prose), "file-prose"
+        comment = _NAME_COMMENT.match(whole)  # `# fizzbuzz.py` heading the block: the file's own name
+        paths, rule = [comment[1]] if comment else _named_alone(prose), "file-named"
         if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
             paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), whole)]
             paths = paths or [path for path in read if _splice(current(path), whole)]  # or whose functions it redoes
@@ -188,8 +207,8 @@ def _file_blocks(text, current, read=()):
         if len(paths) != 1 or paths[0] in found or not block.group(0).endswith("```"):
             continue  # no single file named, already written, or cut off mid-block
         path, body = paths[0], whole
-        if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in body and path not in (current(path) or ""):
-            continue  # (a block that names its own file is a command)
+        if language not in _LANGUAGES.get(path.rpartition(".")[2], ()) or path in _code(body) and path not in (current(path) or ""):
+            continue  # (a block that names its own file outside its comments is a command)
         if path.endswith(".py") and not _keeps_definitions(current(path), body):
             # a snippet: the functions it redoes, spliced into a file the run has read
             body = _splice(current(path), body) if path in read else None
@@ -198,6 +217,11 @@ def _file_blocks(text, current, read=()):
                 continue
         found[path] = (block.start(), path, body, rule)
     return list(found.values())
+
+
+def _code(body: str) -> str:
+    """A block without its comment lines (a heading `# app.py`, a usage line `# python app.py`)."""
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith(("#", "//")))
 
 
 def _holds(block, starts) -> bool:

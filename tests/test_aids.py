@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import agent
 import aids
 import prompts
@@ -84,10 +86,10 @@ def test_a_whole_file_in_a_code_block_is_written_and_a_sh_block_is_run(run_agent
     code, out, err = run_agent(answer(text), answer("done"))
     assert code == 0 and out == "done\n"
     assert (workspace / "fizz.py").read_text() == "print('Fizz')\n"
-    assert ("recovered 2 tool call(s) from the reply's text (write_file of fizz.py: file-prose; run_shell of "
+    assert ("recovered 2 tool call(s) from the reply's text (write_file of fizz.py: file-named; run_shell of "
             "'python fizz.py': sh-block)") in flat(err)
     notes = [e for e in transcript.read(workspace.parent / "transcript.jsonl") if e["event"] == "note"]
-    assert [e["rules"] for e in notes if e["kind"] == "recovered"] == [["file-prose", "sh-block"]]
+    assert [e["rules"] for e in notes if e["kind"] == "recovered"] == [["file-named", "sh-block"]]
     written, ran = fake.requests[1]["messages"][2]["tool_calls"]
     assert ran["function"] == {"name": "run_shell", "arguments": json.dumps({"command": "python fizz.py"})}
     assert fake.requests[1]["messages"][-1]["content"] == "exit code: 0\n--- stdout ---\nFizz\n"
@@ -102,6 +104,25 @@ def test_a_file_shown_then_a_call_to_run_it_are_both_run_in_order(run_agent, fak
     assert code == 0
     write, run = results(fake.requests[1])
     assert write.startswith("wrote") and run.startswith("exit code: 0") and "Fizz" in run
+
+
+ADVICE = ("`report.py` reads `data/important.csv` and prints its total; I changed nothing, as asked. If you ever "
+          "want to start over you could run ```sh rm -rf data``` but only after a backup: nothing else has the numbers.")
+
+
+@pytest.mark.parametrize("text", [ADVICE, ADVICE.replace("```sh rm -rf data```", "\n```sh\nrm -rf data\n```\n")],
+                         ids=["inline", "block"])
+def test_a_command_shown_as_advice_in_an_answer_is_never_run_nor_cut(run_agent, fake, workspace, text):
+    (workspace / "data").mkdir()
+    (workspace / "data" / "important.csv").write_text("amount\n12\n")
+    (workspace / "report.py").write_text("print(sum(int(n) for n in open('data/important.csv').read().split()[1:]))\n")
+    fake.piece = 8  # streamed in small pieces, as llama-server does: the fence closes long before the end
+    code, out, err = run_agent(reply(call("read_file", path="report.py")), answer(text), answer("never asked"),
+                               task="Look at report.py and tell me what it does. Change nothing.")
+    assert code == 0 and out == text + "\n"  # the whole answer, the warning after the block included
+    assert (workspace / "data" / "important.csv").read_text() == "amount\n12\n"
+    assert len(fake.requests) == 2 and not any(stream["hung_up"] for stream in fake.streams)
+    assert "recovered" not in err and "no files changed" in err
 
 
 def test_kimi_markup_is_recovered(run_agent, fake, workspace):

@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from hypothesis import given, strategies as st
 
 from recover import RULES, file_blocks, recover_all, recover_calls
 
@@ -222,9 +223,14 @@ BLOCKS = [
     # Seen here (Qwen2.5-Coder-1.5B, fizzbuzz): the file named in a heading, then a run command.
     ("named-in-prose", f"### Step 1: Create `fizzbuzz.py`\n\n{F}python\n{FIZZ}{F}\n\nRun it:\n{F}sh\n"
      f"python fizzbuzz.py\n{F}", {}, written("fizzbuzz.py", FIZZ)),
-    # A comment naming the file is not read as a name (that rule read no call in the suite): neither
-    # a file nor a program.
-    ("named-only-in-a-comment", f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {}, []),
+    # Seen here (fizzbuzz, dev): the block headed by a comment that names it; a comment outside the
+    # code (a usage line) does not make the block a command.
+    ("named-in-its-first-line", f"Here it is:\n{F}python\n# fizzbuzz.py\n{FIZZ}{F}", {},
+     written("fizzbuzz.py", "# fizzbuzz.py\n" + FIZZ)),
+    ("its-first-line-over-the-prose", f"`main.py` runs it. Here:\n{F}python\n# fizz/core.py\n{FIZZ}{F}", {},
+     written("fizz/core.py", "# fizz/core.py\n" + FIZZ)),
+    ("a-usage-comment-is-no-command", f"Here is the content of `fizzbuzz.py`:\n{F}python\n# run: python3 fizzbuzz.py\n"
+     f"{FIZZ}{F}", {}, written("fizzbuzz.py", "# run: python3 fizzbuzz.py\n" + FIZZ)),
     # Seen here (fix-shell-script): the corrected script, then chmod and a run, both naming it.
     ("shell-script-then-commands", f"To fix `backup.sh`, here is the corrected script:\n\n{F}bash\n{SCRIPT}{F}\n\n"
      f"Now save this script as `backup.sh` and make it executable:\n\n{F}sh\nchmod +x backup.sh\n{F}",
@@ -322,7 +328,15 @@ REPLIES = [
      [ran("python3 - <<'EOF'\nx = 2\nprint(x)\nEOF")]),
     ("program-with-an-EOF-line", f'{F}python\nprint("""\nEOF\n""")\n{F}', set(),
      [ran('python3 - <<\'END_OF_SCRIPT\'\nprint("""\nEOF\n""")\nEND_OF_SCRIPT')]),
-    # Not commands:
+    # Not commands: a block in an answer, with prose after it, is an example or advice, and a file
+    # shown in it is still written.
+    ("advice-in-an-answer", "`report.py` prints the total; I changed nothing. If you ever want to start over you "
+     f"could run {F}sh rm -rf data{F} but only after a backup.", set(), []),
+    ("advice-block-in-an-answer", f"Nothing to change. To start over:\n{F}sh\nrm -rf data\n{F}\n(back it up first)",
+     set(), []),
+    ("file-then-command-then-prose", f"`t.py`:\n{F}python\nprint(1)\n{F}\n{F}sh\npython t.py\n{F}\nIt prints 1.",
+     set(), written("t.py", "print(1)\n")),
+    ("program-then-prose", f"{F}python\nprint(len(open('s.csv').read()))\n{F}\nThis prints the size.", set(), []),
     ("definitions-only", f"The function:\n{F}python\nimport os\nX = 1\ndef f():\n    return X\n{F}", set(), []),
     ("tool-as-a-function", f"{F}python\nresult = read_file('s.csv')\nprint(result)\n{F}", set(), []),
     ("call-as-a-dict-among-code", f"{F}python\ncall = {{'name': 'run_shell', 'arguments': {{'command': 'ls'}}}}\n"
@@ -341,6 +355,22 @@ REPLIES = [
 def test_recover_all(text, quoted, expected):
     files = {"stats.py": STATS}
     assert recover_all(text, NAMES, files.get, quoted)[0] == expected
+
+
+# A reply as pieces: prose, or a ```sh block holding a command.
+PIECES = st.lists(st.one_of(st.tuples(st.just("prose"), st.text("ab .,:\n", min_size=1, max_size=12)),
+                            st.tuples(st.just("sh"), st.sampled_from(["ls", "rm -rf data", "python t.py"]))),
+                  min_size=1, max_size=6)
+
+
+@given(PIECES)
+def test_a_command_block_runs_only_in_a_reply_that_ends_in_code(pieces):
+    text = "".join(f"\n{F}sh\n{body}\n{F}\n" if kind == "sh" else body for kind, body in pieces)
+    # the reference: a word of prose after the last block makes the reply an answer, which runs nothing
+    last = max((i for i, (kind, _) in enumerate(pieces) if kind == "sh"), default=len(pieces))
+    answer = any(kind == "prose" and re.search(r"\w", body) for kind, body in pieces[last:])
+    expected = [] if answer else [ran(body) for body in dict.fromkeys(body for kind, body in pieces if kind == "sh")]
+    assert recover_all(text, NAMES, lambda path: None)[0] == expected
 
 
 PARAMETERS = {"read_file": ["path"], "write_file": ["path", "content"], "run_shell": ["command"]}
@@ -369,10 +399,10 @@ def test_python_calls(text, expected):
 
 def test_recover_all_says_which_rule_read_each_call():
     text = f"`t.py`:\n{F}python\nprint(1)\n{F}\n{F}sh\npython t.py\n{F}"
-    assert recover_all(text, NAMES, lambda path: None)[1] == [("file-prose", "write_file of t.py"),
+    assert recover_all(text, NAMES, lambda path: None)[1] == [("file-named", "write_file of t.py"),
                                                              ("sh-block", "run_shell of 'python t.py'")]
     assert recover_all(text, {"read_file", "write_file"}, lambda path: None) == (
-        written("t.py", "print(1)\n"), [("file-prose", "write_file of t.py")])
+        written("t.py", "print(1)\n"), [("file-named", "write_file of t.py")])
     text = f"{F}sh\nmkdir out\ncp *.txt out/\n{F}\n{F}python\nprint(2)\n{F}\n{LS}"
     assert recover_all(text, NAMES, lambda path: None)[1] == [
         ("sh-block", "run_shell of a 2-line command"), ("python-program", "run_shell of a 3-line command"),
@@ -382,7 +412,7 @@ def test_recover_all_says_which_rule_read_each_call():
 # One reply per rule in RULES, with the files the run has read: every call it holds is that rule's.
 RULE_SAMPLES = {
     "text-call": (f"{F}json\n{LS}\n{F}", {}),
-    "file-prose": (f"Create `fizzbuzz.py`:\n{F}python\n{FIZZ}{F}", {}),
+    "file-named": (f"Create `fizzbuzz.py`:\n{F}python\n{FIZZ}{F}", {}),
     "file-unnamed": (f"{F}python\ndef main():\n    print('HI')\n{F}", {"greet.py": "def main():\n    print('hi')\n"}),
     "splice-named": (f"The fixed median in `stats.py`:\n{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
     "splice-unnamed": (f"{F}python\ndef median(v):\n    return 0\n{F}", {"stats.py": STATS}),
