@@ -1,53 +1,174 @@
-"""A run's life on disk: its folder under TOOLOOP_RUNS, and landing the chosen attempt's changes.
+"""A run's life on disk: its folder under TOOLOOP_RUNS, its attempts, and landing the chosen one.
 
-Each run gets a folder of its own (`folder()`), holding one copy of the workspace per attempt
-(changes.copy). At the end `land()` applies the chosen attempt's change set to the workspace.
+Each run gets a folder of its own (`folder()`), locked for as long as the run lives (an
+fcntl.flock on `lock` in it, which the kernel drops when the process ends, however it ends), so
+another run pruning old folders never takes a live one. Each attempt is a record (`Attempt`,
+made by `begin()`): its number, its copy of the workspace, what the copy held as it began, and
+an open handle on the copy's folder, held from its creation to the landing. The handle proves
+the copy's identity: a copy that vanished (a cache clean-up) or was made again by something else
+is another folder, and lands nothing. At the end `land()` plans and applies the chosen attempt's
+change set (changes.plan, changes.apply), from the attempt's own copy only, never from what the
+check ran on.
 
-Left out on purpose: keeping runs' folders forever (only the KEEP_RUNS newest stay).
+Left out on purpose: keeping runs' folders forever (only the KEEP_RUNS newest stay, and any that
+is still running).
 """
 
+import fcntl
+import os
 import re
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import changes
 from tools import Settings
 
-
-def land(workspace: Path, source: Path, settings: Settings, code: int, check: str | None,
-         folder: Path) -> tuple[list, list[str], str]:
-    """Apply the run's change set to the user's workspace, if it may land: without a check, the one
-    attempt's, unless the run was interrupted (or crashed: the code is still 130); with one, only
-    the passing attempt's, as its check saw it. Returns (changes applied, why others were not, a
-    line that says where the attempts' files are)."""
-    if not any(folder.iterdir()):  # the run ended before its first attempt began
-        folder.rmdir()
-        return [], [], "no attempt began: the workspace is as it was"
-    if code == 130 or (check and code != 0) or not source.is_dir():
-        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
-        return [], [], f"{what}: the workspace is as it was; the attempts' files are in {folder}"
-    try:
-        landed, refused = changes.apply(changes.diff(workspace, source), source, workspace,
-                                        {str(path.relative_to(workspace)) for path in settings.named})
-    except OSError as error:
-        return [], [f"error: cannot apply the changes ({error})"], f"the run's files are in {source}"
-    chosen = f"{source.name.removesuffix('.check').replace('-', ' ')} passed the check; " if check else ""
-    return landed, refused, f"{chosen}the run's files are kept in {folder}"
-
-
 KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
-RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what runs_folder names them: the time the run began
+RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what folder() names them: the time the run began
+HELD: dict[Path, int] = {}  # each live run folder's lock, held open by this process
 
 
-def folder(runs: Path) -> Path:
-    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default ~/.cache/tooloop/runs).
-    Each holds whole copies of a workspace, so only the KEEP_RUNS newest stay: older runs' folders
-    go as a run begins. Nothing else in `runs` is touched."""
-    runs.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
+class Unusable(Exception):
+    """TOOLOOP_RUNS cannot hold this run's copies (a configuration error: one line, exit 2)."""
+
+
+@dataclass
+class Attempt:
+    n: int
+    copy: Path  # the attempt's copy of the workspace: the tools and the sandbox work there
+    start: changes.Start  # what the copy held as it began: what the run saw
+    unread: list[str] = field(default_factory=list)  # what could not be copied
+    code: int = 130
+    answer: str = ""
+    passed: bool = False
+    only: set[str] | None = None  # the changes the check's view held, which may land (None: all)
+    left_out: dict[str, str] = field(default_factory=dict)  # changes the view left out: path -> why
+    handle: int = -1  # an open fd on the copy's folder, from begin() to land()
+
+
+def folder(runs: Path, workspace: Path | None = None) -> Path:
+    """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default
+    ~/.cache/tooloop/runs; a relative path or a link is resolved once, here), locked while the
+    run lives. Each holds copies of a workspace, so only the KEEP_RUNS newest stay: older runs'
+    folders go as a run begins, unless their run still holds the lock. Nothing else is touched."""
+    runs = Path(os.path.abspath(runs)).resolve()
+    if workspace and (runs == workspace or workspace in runs.parents):
+        raise Unusable(f"TOOLOOP_RUNS ({runs}) is inside the workspace ({workspace}): each run would copy the "
+                       "workspace into itself. Set TOOLOOP_RUNS to a folder outside it.")
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+        made = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
+    except OSError as error:
+        raise Unusable(f"cannot make a folder for the run's copies in TOOLOOP_RUNS ({runs}): {error.strerror}")
+    lock = os.open(made / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    HELD[made] = lock
     kept = sorted(path for path in runs.iterdir() if RUN_NAME.fullmatch(path.name) and not path.is_symlink())
     for old in kept[:-KEEP_RUNS]:
+        prune(old)
+    return made
+
+
+def prune(old: Path) -> None:
+    """Delete an old run's folder, unless its run is alive (it holds the lock)."""
+    try:
+        lock = os.open(old / "lock", os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:  # a run of a tooloop without locks: long over
         shutil.rmtree(old, ignore_errors=True)
-    return folder
+        return
+    except OSError:
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return  # alive
+    try:
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        os.close(lock)
+
+
+def release(run: Path) -> None:
+    """The run is over: its folder may be pruned by later runs."""
+    if (lock := HELD.pop(run, None)) is not None:
+        os.close(lock)
+
+
+def begin(workspace: Path, run: Path, n: int) -> Attempt:
+    """Attempt n: a fresh copy of the workspace in the run's folder, its start, and its handle."""
+    copy = run / f"attempt-{n}"
+    began, unread = changes.take(workspace, copy)
+    handle = os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    return Attempt(n, copy, began, unread, handle=handle)
+
+
+def intact(attempt: Attempt) -> bool:
+    """Is the attempt's copy the very folder begin() made? (An open handle keeps its inode from
+    being reused, so a folder made again at the same path is told apart.)"""
+    try:
+        held, there = os.fstat(attempt.handle), os.lstat(attempt.copy)
+    except OSError:
+        return False
+    return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
+def land(workspace: Path, source: Path, settings: Settings, code: int, check: str | None,
+         run: Path) -> tuple[list, list[str], str]:
+    """finish() for the attempts loop that names the copy by its path, until it keeps Attempt records:
+    from a check's view (`.check`), only the changes that the view holds as the copy does land."""
+    copy = source.with_name(source.name.removesuffix(".check"))
+    attempt = None
+    if copy.name.startswith("attempt-") and (began := changes.recalled(copy)) is not None:
+        attempt = Attempt(int(copy.name.split("-")[1]), copy, began,
+                          handle=os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
+        if source != copy:
+            seen = [change.path for change in changes.changed(copy, began)]
+            attempt.only = {path for path in seen if changes.same(source / path, copy / path)
+                            or not os.path.lexists(source / path) and not os.path.lexists(copy / path)}
+            attempt.left_out = {path: "the check saw it as it was before the run" for path in seen
+                                if path not in attempt.only}
+    return finish(workspace, attempt, settings, code, check, run)[:3]
+
+
+def finish(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
+           run: Path) -> tuple[list, list[str], str, int]:
+    """Apply the chosen attempt's change set to the user's workspace, if it may land: without a
+    check, the one attempt's, unless the run was interrupted (or crashed); with one, only the
+    passing attempt's, and of it only what its check saw (`attempt.only`). Returns (changes applied,
+    why others were not, a line that says where the attempts' files are, the run's exit code: 130
+    if a Ctrl-C came while the files were being staged, when nothing lands)."""
+    release(run)
+    try:
+        return landed_from(workspace, attempt, settings, code, check, run)
+    finally:
+        if attempt is not None and attempt.handle >= 0:
+            os.close(attempt.handle)
+            attempt.handle = -1
+
+
+def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
+                run: Path) -> tuple[list, list[str], str, int]:
+    if not os.path.isdir(run) or not any(path.name.startswith("attempt-") for path in run.iterdir()):
+        shutil.rmtree(run, ignore_errors=True)
+        return [], [], "no attempt began: the workspace is as it was", code
+    if code == 130 or (check and code != 0) or attempt is None:
+        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
+        return [], [], f"{what}: the workspace is as it was; the attempts' files are in {run}", code
+    if not intact(attempt):
+        return [], [f"(all changes): the run's copy {attempt.copy} vanished or was replaced while the run went on, "
+                    "so what it holds is not the run's work"], "nothing was applied: the workspace is as it was", code
+    named = {str(path.relative_to(workspace)) for path in settings.named}
+    try:
+        plan = changes.plan(workspace, attempt.copy, attempt.start, named, attempt.only, attempt.left_out)
+        landed, refused = changes.apply(plan, attempt.copy, workspace)
+    except KeyboardInterrupt:
+        return [], [], f"interrupted while landing: nothing was applied; the run's files are in {run}", 130
+    except OSError as error:
+        return [], [f"(all changes): none applied, the workspace is as it was: an error ({error})"], \
+            f"the run's files are in {attempt.copy}", code
+    chosen = f"attempt {attempt.n} passed the check; " if check else ""
+    return landed, refused, f"{chosen}the run's files are kept in {run}", code

@@ -37,7 +37,7 @@ def test_a_normal_run_is_recorded_event_by_event_without_the_key(run_agent, fake
     assert SECRET not in log.read_text() and SECRET not in json.dumps(fake.requests)
     assert recorded[3]["result"] == "[redacted]" and fake.requests[1]["messages"][-1]["content"] == "[redacted]"
     # what the run's copy of the workspace changed, and what of it landed in the workspace
-    assert recorded[-2]["landed"] == [{"path": "f.py", "kind": "created", "added": 1, "removed": 0, "conflict": False}]
+    assert recorded[-2]["landed"] == [{"path": "f.py", "kind": "created", "added": 1, "removed": 0}]
     assert recorded[-2]["refused"] == [] and (workspace / "f.py").read_text() == "print('hi')\n"
 
 

@@ -1,0 +1,159 @@
+"""Nothing lost: the real copy -> plan -> apply against a simple reference, on generated runs.
+
+Hypothesis builds a workspace (text and binary files, executables, links, a `.env`, odd and
+244-byte names), takes the run's copy with changes.take, plays an attempt's file operations on
+the copy (create, change, delete, rename, file <-> folder, links, chmod) and the user's own edits
+on the workspace meanwhile, then lands with changes.plan and changes.apply. The reference is
+what must hold, whatever happened:
+
+- every file of the user's that is not a change the run landed is byte for byte as it was just
+  before the landing (a file the run never saw, like `.env`, or one the user edited meanwhile);
+- every change of the run's is either in the workspace exactly as in the copy, or named in a
+  `not applied` line with its reason;
+- one refused change never stops the others: the apply never fails and undoes all;
+- nothing of the landing's own is left behind (.tooloop/landing-*).
+
+CI runs NOTHING_LOST_CASES cases (default 400); `NOTHING_LOST_CASES=10000` runs the long one
+(docs/results.md has the command and its counts).
+"""
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import changes
+
+CASES = int(os.environ.get("NOTHING_LOST_CASES", "400"))
+OLD = 1_600_000_000  # the workspace's files were last written long before the run (2020)
+
+# few names, so the run and the user often meet at the same path; odd ones among them
+NAMES = ["a.py", "conf", ".env", "é [x]", "L" * 240 + ".py"]
+paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=2).map("/".join)
+texts = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=30).map(str.encode)
+contents = st.one_of(texts, texts, texts, st.just(b"\0\x01binary\xff"))
+modes = st.sampled_from([0o644, 0o644, 0o644, 0o755])
+writes = st.tuples(st.just("write"), paths, contents, modes)
+ops = st.one_of(  # mostly what a command does most: write files, and delete them
+    writes, writes, writes, writes,
+    st.tuples(st.just("delete"), paths), st.tuples(st.just("delete"), paths),
+    st.tuples(st.just("rename"), paths, paths),
+    st.tuples(st.just("link"), paths, st.sampled_from(["a.py", "/etc/passwd", "../../x", "conf"])),
+    st.tuples(st.just("chmod"), paths, st.sampled_from([0o600, 0o755])),
+)
+
+
+def play(root: Path, op: tuple) -> None:
+    """One file operation on `root`, as a command would do it (rm -rf, mkdir -p, mv, ln -s)."""
+    kind, path = op[0], root / op[1]
+    try:
+        if kind == "write":
+            for parent in reversed(path.relative_to(root).parents[:-1]):
+                if (root / parent).is_symlink() or (root / parent).is_file():
+                    (root / parent).unlink()  # a file in the way becomes a folder
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # a folder in the way becomes a file
+            elif path.is_symlink():
+                path.unlink()
+            path.write_bytes(op[2])
+            os.chmod(path, op[3])
+        elif kind == "delete":
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        elif kind == "rename":
+            target = root / op[2]
+            if target.is_relative_to(path) or not target.parent.is_dir():
+                return
+            os.rename(path, target)
+        elif kind == "link":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.symlink_to(op[2])
+        elif kind == "chmod" and path.is_file() and not path.is_symlink():
+            os.chmod(path, op[2])
+    except OSError:
+        pass  # the command failed (a file in the way, a missing source): nothing changed
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every file and link under root (secrets, .tooloop included), with what it holds."""
+    found = {}
+    for folder, dirs, names in os.walk(root):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = Path(folder, name)
+            info = os.lstat(path)
+            rel = path.relative_to(root).as_posix()
+            found[rel] = ("link", os.readlink(path)) if stat.S_ISLNK(info.st_mode) else (
+                "file", info.st_mode, path.read_bytes())
+    return found
+
+
+def refused_paths(refused: list[str]) -> set[str]:
+    return {line.split(": ", 1)[0] for line in refused}
+
+
+def land_case(tmp_path: Path, initial: list, run_ops: list, user_ops: list) -> None:
+    ws, copy = tmp_path / "ws", tmp_path / "run" / "attempt-1"
+    shutil.rmtree(tmp_path, ignore_errors=True)
+    ws.mkdir(parents=True)
+    for op in initial:
+        play(ws, op)
+    for folder, dirs, names in os.walk(ws):
+        for name in names + dirs:
+            os.utime(Path(folder, name), (OLD, OLD), follow_symlinks=False)
+    began, _ = changes.take(ws, copy)
+    for op in run_ops:
+        play(copy, op)
+    for op in user_ops:
+        play(ws, op)
+    before = snapshot(ws)
+    plan = changes.plan(ws, copy, began, set())
+    landed, refused = changes.apply(plan, copy, ws)
+    after, theirs = snapshot(ws), snapshot(copy)
+    done = {change.path for change in landed}
+    named = refused_paths(refused)
+    assert not named & done
+    assert "(all changes)" not in named, refused  # one refusal never stops the rest: no error, no undo
+    # every byte of the user's that is not a landed change is as it was
+    for path, was in before.items():
+        if path not in done:
+            assert after.get(path) == was, f"{path} was lost or altered"
+    # every change of the run's landed exactly, or is named with its reason
+    for change in changes.changed(copy, began):
+        if change.path in named:
+            continue
+        if change.kind == "deleted":
+            assert change.path not in after, f"{change.path}: deleted by the run, still there, not named"
+        else:
+            assert after.get(change.path) == theirs[change.path], f"{change.path}: not landed, not named"
+    for line in refused:
+        assert line.split(": ", 1)[1], "a refusal without its reason"
+    assert not list((ws / ".tooloop").glob("landing-*")) if (ws / ".tooloop").is_dir() else True
+
+
+@settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(initial=st.lists(writes, max_size=8), run_ops=st.lists(ops, max_size=8), user_ops=st.lists(ops, max_size=4))
+def test_a_run_lands_its_changes_or_names_them_and_never_loses_a_user_byte(tmp_path_factory, initial, run_ops,
+                                                                           user_ops):
+    land_case(tmp_path_factory.mktemp("case"), initial, run_ops, user_ops)
+
+
+def test_the_issue_cases_hold_against_the_reference(tmp_path):
+    """The examples of the issue, as fixed cases of the same reference."""
+    # a folder turned into a file, the folder holding a .env the run never saw
+    land_case(tmp_path / "1", [("write", "conf/settings.py", b"A = 1\n", 0o644), ("write", "conf/.env", b"K=1\n", 0o644),
+                               ("write", "main.py", b"x = 1\n", 0o644)],
+              [("delete", "conf"), ("write", "conf", b"DEBUG = True\n", 0o644), ("write", "main.py", b"x = 2\n", 0o644)],
+              [])
+    assert (tmp_path / "1" / "ws" / "conf" / ".env").read_bytes() == b"K=1\n"
+    assert (tmp_path / "1" / "ws" / "main.py").read_bytes() == b"x = 2\n"
+    # the user creates notes/todo.md while the run writes a file notes
+    land_case(tmp_path / "2", [], [("write", "notes", b"run\n", 0o644)], [("write", "notes/todo.md", b"mine\n", 0o644)])
+    assert (tmp_path / "2" / "ws" / "notes" / "todo.md").read_bytes() == b"mine\n"
+    # a 244-byte name beside an ordinary change, and a file turned into a folder
+    long = "L" * 240 + ".py"
+    land_case(tmp_path / "3", [("write", long, b"a\n", 0o644), ("write", "src", b"s\n", 0o644)],
+              [("write", long, b"b\n", 0o644), ("write", "src/app.py", b"ok\n", 0o644)], [])
+    assert (tmp_path / "3" / "ws" / long).read_bytes() == b"b\n"
+    assert (tmp_path / "3" / "ws" / "src" / "app.py").read_bytes() == b"ok\n"
