@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import agent  # noqa: E402
+import cli  # noqa: E402
 from fake_server import FakeServer  # noqa: E402
 
 # A test runner started in the background by a script (`scripts/test &`, nohup: no job control)
@@ -41,7 +41,7 @@ def run_agent(fake, workspace, capsys):
     def run(*script, task="do the task", flags=()):
         fake.script = list(script)
         log = workspace.parent / "transcript.jsonl"  # outside the workspace, so tests see only what tools did
-        code = agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log),
+        code = cli.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log),
                            *flags, task])
         out, err = capsys.readouterr()
         return code, out, err

@@ -1,7 +1,7 @@
 """Adversarial suite: escape attempts that a scripted model asks for, through the whole agent.
 
 Each case scripts the fake endpoint (tests/fake_server.py) to ask for one attack with real tool
-calls, lets the real agent run them (agent.main in-process, or `python agent.py` as a
+calls, lets the real agent run them (cli.main in-process, or `python agent.py` as a
 subprocess where stdin, PATH or the process's own environment matter) with real files, real
 processes and the real bubblewrap sandbox, and then checks two things:
 
@@ -17,7 +17,7 @@ run as root: a system user made with useradd, in a mount namespace where the Pyt
 
 Every case also checks that the API key in the agent's environment reached neither the fake
 server nor the transcript. tests/test_sandbox.py attacks sandbox.py directly; this file goes
-through agent.main, so it also covers the file tools, the dispatcher, approval and the command
+through cli.main, so it also covers the file tools, the dispatcher, approval and the command
 line. The number of cases is printed at the end as `adversarial cases: N`.
 
 Holes found while writing this suite are cases marked xfail(strict=True) with the reason: they
@@ -48,6 +48,7 @@ from pathlib import Path
 import pytest
 
 import agent
+import cli
 import sandbox
 import tools
 import transcript
@@ -916,12 +917,12 @@ def test_a_planted_tooloop_link_does_not_redirect_the_next_transcript(fake, work
     """Protected paths (.tooloop): a link a command plants there is removed after the command."""
     monkeypatch.chdir(workspace)  # the usual way: run in the project
     fake.script = [reply(shell(f"ln -s {outside} .tooloop")), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
+    assert cli.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".tooloop")]
     assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
     # default transcript .tooloop/<time>.jsonl: a real folder in the workspace
-    assert agent.main(["--base-url", fake.url, "next run"]) == 0
+    assert cli.main(["--base-url", fake.url, "next run"]) == 0
     assert not (workspace / ".tooloop").is_symlink() and len(list((workspace / ".tooloop").glob("*.jsonl"))) == 1
     assert outside_changes() == []
 
@@ -934,11 +935,11 @@ def test_planted_transcript_names_do_not_append_to_a_host_file(fake, workspace, 
     plant = ("mkdir .tooloop && now=$(date +%s) && for i in $(seq 0 60); do "
              f"ln -s {outside}/secret.txt .tooloop/$(date -d @$((now + i)) +%Y%m%d-%H%M%S).jsonl; done")
     fake.script = [reply(shell(plant)), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
+    assert cli.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".tooloop/")]
     assert not os.path.lexists(workspace / ".tooloop")
     fake.script = done()
-    assert agent.main(["--base-url", fake.url, "next run"]) == 0
+    assert cli.main(["--base-url", fake.url, "next run"]) == 0
     [log] = (workspace / ".tooloop").glob("*.jsonl")
     assert not log.is_symlink()
     assert (outside / "secret.txt").read_text() == OUTSIDE_SECRET
@@ -952,11 +953,11 @@ def test_a_planted_dotenv_does_not_widen_the_next_run(fake, workspace, outside, 
     monkeypatch.chdir(workspace)
     plant = f"printf 'TOOLOOP_WORKSPACE={outside}\\n' > .env"
     fake.script = [reply(shell(plant)), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
+    assert cli.main(["--base-url", fake.url, "--transcript", "off", "first run"]) == 0
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".env")]
     assert not (workspace / ".env").exists()
     fake.script = [reply(call("write_file", path="pwned.txt", content="pwned\n")), *done()]
-    assert agent.main(["--base-url", fake.url, "--transcript", "off", "next run"]) == 0
+    assert cli.main(["--base-url", fake.url, "--transcript", "off", "next run"]) == 0
     assert (workspace / "pwned.txt").read_text() == "pwned\n"  # the workspace is still this one
     assert not (outside / "pwned.txt").exists()
     assert outside_changes() == []
@@ -971,7 +972,7 @@ def test_a_planted_git_config_does_not_run_on_the_host(fake, workspace, outside,
     folder.mkdir()
     plant = f"git init -q && git config core.fsmonitor 'touch {outside}/pwned-by-git'"
     fake.script = [reply(shell(plant)), *done()]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(folder), "--transcript", "off", "go"]) == 0
+    assert cli.main(["--base-url", fake.url, "--workspace", str(folder), "--transcript", "off", "go"]) == 0
     assert tool_results(fake.requests[-1]) == [removed_after("exit code: 0", ".git/")]
     assert not (folder / ".git").exists()
     # later, the user, on the host (no optional locks: git would refresh the index of the repo around)

@@ -1,7 +1,7 @@
 """Adversarial suite, part two: what a run shows and records, not what it lets the model do.
 
 Each case scripts the fake endpoint (tests/fake_server.py) with replies or HTTP errors, runs the
-real agent (agent.main in-process; stdin is a StringIO where the approval prompt asks) with real
+real agent (cli.main in-process; stdin is a StringIO where the approval prompt asks) with real
 files, and checks exactly what reached the screen, the transcript and the model. The classes:
 
 - credentials in the base URL (http://user:password@host/v1) reach no transcript, no line on
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-import agent
+import cli
 import sandbox
 from fake_server import Status, answer, call, reply
 from test_adversarial import fails_if_blocked
@@ -87,7 +87,7 @@ def test_credentials_in_a_reachable_base_url_reach_no_transcript_screen_or_tool_
     (workspace / "config.txt").write_text(f"url = {url}\n")
     fake.extra_routes["/props"] = (200, {"default_generation_settings": {"n_ctx": 8192}})
     fake.script = [reply(call("read_file", path="config.txt")), answer("done")]
-    code = agent.main(["--base-url", url, "--workspace", str(workspace), "--transcript", str(log), "go"])
+    code = cli.main(["--base-url", url, "--workspace", str(workspace), "--transcript", str(log), "go"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "done\n"
     assert fake.gets == ["/props"]  # the check reached the server with the credentials in the URL
@@ -107,7 +107,7 @@ def test_credentials_in_an_unreachable_base_url_are_not_in_the_error_line(worksp
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = workspace.parent / "run.jsonl"
-    code = agent.main(["--base-url", f"http://me:{PASSWORD}@127.0.0.1:{port}/v1", "--workspace", str(workspace),
+    code = cli.main(["--base-url", f"http://me:{PASSWORD}@127.0.0.1:{port}/v1", "--workspace", str(workspace),
                        "--transcript", str(log), *flags, "go"])
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
@@ -195,7 +195,7 @@ def test_fifos_under_every_transcript_name_neither_hang_nor_receive_the_run(fake
             readers.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
     fake.script = [answer("done")]
     with fails_if_blocked(20):
-        code = agent.main(["--base-url", fake.url, "--no-probe", "go"])
+        code = cli.main(["--base-url", fake.url, "--no-probe", "go"])
     capsys.readouterr()
     assert code == 0
     [log] = set(folder.glob("*.jsonl")) - fifos
@@ -212,7 +212,7 @@ def test_a_fifo_under_the_named_transcript_is_refused(fake, workspace, capsys):
     os.mkfifo(workspace / "log.jsonl")
     fake.script = [answer("done")]
     with fails_if_blocked(20):
-        code = agent.main(["--base-url", fake.url, "--no-probe", "--workspace", str(workspace),
+        code = cli.main(["--base-url", fake.url, "--no-probe", "--workspace", str(workspace),
                            "--transcript", str(workspace / "log.jsonl"), "go"])
     _, err = capsys.readouterr()
     assert code == 2 and fake.requests == []

@@ -18,6 +18,7 @@ import pytest
 
 import agent
 import aids
+import cli
 import prompts
 import tools
 from fake_server import Raw, Status, answer, call, chunk, interrupted, reply, running, sse
@@ -259,10 +260,10 @@ def test_api_key_never_reaches_the_model(run_agent, fake, workspace, monkeypatch
 def test_configuration_flags_beat_environment_beat_dotenv(fake, workspace, monkeypatch, capsys):
     fake.script = [answer("one"), answer("two"), answer("three")]
     (workspace.parent / ".env").write_text(f"OPENAI_BASE_URL={fake.url}\nMODEL=from-dotenv\n")
-    assert agent.main(["--workspace", str(workspace), "--plain", "task"]) == 0
+    assert cli.main(["--workspace", str(workspace), "--plain", "task"]) == 0
     monkeypatch.setenv("MODEL", "from-env")
-    assert agent.main(["--workspace", str(workspace), "--plain", "task"]) == 0
-    assert agent.main(["--workspace", str(workspace), "--plain", "--model", "from-flag", "task"]) == 0
+    assert cli.main(["--workspace", str(workspace), "--plain", "task"]) == 0
+    assert cli.main(["--workspace", str(workspace), "--plain", "--model", "from-flag", "task"]) == 0
     assert [r["model"] for r in fake.requests] == ["from-dotenv", "from-env", "from-flag"]
 
 
@@ -291,7 +292,7 @@ def test_usage_errors_exit_2_without_traceback(tmp_path):
 
 def test_help_lists_the_exit_codes():
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
-    for code, meaning in agent.EXIT_CODES.items():
+    for code, meaning in cli.EXIT_CODES.items():
         assert f"{code:<4} {meaning}" in out
 
 
@@ -322,7 +323,7 @@ def test_screen_shows_calls_results_and_usage_with_markup_off(run_agent, fake, w
 
 def test_every_variable_is_in_env_example_and_the_readme():
     import re
-    source = tools.Path(agent.__file__).read_text()
+    source = tools.Path(cli.__file__).read_text()
     read = set(re.findall(r'env\.get\("([A-Z_]+)"\)', source))
     root = tools.Path(agent.__file__).parent
     example = set(re.findall(r"^([A-Z_]+)=", (root / ".env.example").read_text(), re.M))
@@ -338,7 +339,7 @@ def test_transcripts_in_the_workspace_cannot_be_rewritten_by_the_model(fake, wor
                    reply(call("run_shell", command="echo forged >> .tooloop/*.jsonl; echo forged > .tooloop/new")),
                    reply(call("run_shell", command="mkdir .tooloop && echo forged > .tooloop/new")),
                    answer("ok")]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
+    assert cli.main(["--base-url", fake.url, "--workspace", str(workspace), "go"]) == 0
     write, shell, made = (m["content"] for m in tool_messages(fake.requests[-1]))
     assert write == ("Error: permission denied: '.tooloop/forged.jsonl' (in '.tooloop') is where host tools run or "
                      "trust what they find (git hooks and config, python bytecode, .env files, shell rc files, "
@@ -557,7 +558,7 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
     raise AssertionError(code)
 
 
-@pytest.mark.parametrize("code", sorted(set(agent.EXIT_CODES) - {130}))
+@pytest.mark.parametrize("code", sorted(set(cli.EXIT_CODES) - {130}))
 def test_every_exit_code_is_reachable(run_agent, workspace, code):
     try:
         got = reach(code, run_agent, workspace)[0]
@@ -567,10 +568,10 @@ def test_every_exit_code_is_reachable(run_agent, workspace, code):
 
 
 def test_the_exit_codes_are_the_documented_set_and_listed_in_help():
-    assert set(agent.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 7, 130}
+    assert set(cli.EXIT_CODES) == {0, 1, 2, 3, 4, 5, 6, 7, 130}
     assert "test_ctrl_c_stops_the_command_and_exits_130" in globals()  # 130 is reached there
     out = subprocess.run([*AGENT, "--help"], capture_output=True, text=True, check=True).stdout
-    for code in agent.EXIT_CODES:
+    for code in cli.EXIT_CODES:
         assert re.search(rf"^  {code}\s+\S", out, re.M), code
 
 
@@ -581,7 +582,7 @@ def readme_exit_codes() -> set[int]:
 
 
 def test_the_readme_lists_the_exit_codes():
-    assert readme_exit_codes() == set(agent.EXIT_CODES)
+    assert readme_exit_codes() == set(cli.EXIT_CODES)
 
 
 # --- no task in the product ---------------------------------------------------------------------

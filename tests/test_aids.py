@@ -1,6 +1,6 @@
 """The small-model aids (aids.py), one section each, driven through the real agent.
 
-Every test runs agent.main in-process (conftest's `run_agent`) against the scripted fake server
+Every test runs cli.main in-process (conftest's `run_agent`) against the scripted fake server
 over real HTTP, with real files and real commands, and checks what the model was sent and what
 happened in the workspace. Where an aid matters, the same script is also run with that aid
 switched off (`--plain`), to show the plain loop's behaviour. The

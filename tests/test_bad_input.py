@@ -1,7 +1,7 @@
 """Whatever a server, a model or a user sends, tooloop neither crashes, hangs nor lies: the run
 goes on, or ends with one line and a documented exit code (issue 48).
 
-Each case runs the real agent (agent.main) and the real openai client against
+Each case runs the real agent (cli.main) and the real openai client against
 tests/fake_server.py, which sends malformed streams byte for byte (Raw). Grouped by who sends
 it: the server (the stream), the model (its replies), the user (the command line). Servers other
 than llama-server (strict about request fields, worded differently) close the file.
@@ -20,6 +20,7 @@ import time
 import pytest
 
 import agent
+import cli
 import prompts
 import tools
 import transcript
@@ -42,13 +43,13 @@ def one_line(err: str, code: int) -> str:
     """The run's one error line (what it ends with: no traceback), checked as such."""
     assert "Traceback" not in err
     [line] = [line for line in err.splitlines() if line.startswith("error:")]
-    assert f"exit code {code}: {agent.EXIT_CODES[code]}" in err
+    assert f"exit code {code}: {cli.EXIT_CODES[code]}" in err
     return line
 
 
 def exit_code(argv: list[str]) -> int:
     try:
-        return agent.main(argv)
+        return cli.main(argv)
     except SystemExit as exit:  # usage errors come from argparse
         return exit.code
 
@@ -333,7 +334,7 @@ def test_two_runs_in_the_same_second_write_two_transcripts(fake, workspace, caps
     fake.script = [answer("one"), answer("two")]
     started = time.time()
     for _ in range(2):
-        assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--no-probe", "go"]) == 0
+        assert cli.main(["--base-url", fake.url, "--workspace", str(workspace), "--no-probe", "go"]) == 0
     logs = sorted((workspace / ".tooloop").glob("*.jsonl"))
     assert len(logs) == 2 and time.time() - started < 1.5
     assert [transcript.read(log)[-1]["answer"] for log in logs] in (["one", "two"], ["two", "one"])

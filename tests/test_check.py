@@ -14,6 +14,7 @@ import sys
 import pytest
 
 import agent
+import cli
 import prompts
 import sandbox
 import tools
@@ -82,7 +83,7 @@ def test_the_round_limit_ends_the_run_with_exit_6(run_agent, fake, workspace):
                                flags=["--check", "exit 1", "--check-rounds", "2"])
     assert code == 6 and out == ""  # no answer on stdout: the work is not done
     assert len(fake.requests) == 2
-    assert agent.EXIT_CODES[6] in err
+    assert cli.EXIT_CODES[6] in err
 
 
 def test_an_empty_reply_is_checked_too(run_agent, fake, workspace):

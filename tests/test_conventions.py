@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import agent
+import cli
 from fake_server import answer, call, reply
 
 AGENT = [sys.executable, str(Path(agent.__file__))]
@@ -24,9 +25,9 @@ AGENT = [sys.executable, str(Path(agent.__file__))]
 
 def test_version_is_the_projects(tmp_path):
     pyproject = (Path(agent.__file__).parent / "pyproject.toml").read_text()
-    assert agent.__version__ == re.search(r'^version = "(.+)"$', pyproject, re.M)[1]
+    assert cli.__version__ == re.search(r'^version = "(.+)"$', pyproject, re.M)[1]
     proc = subprocess.run([*AGENT, "--version"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"tooloop {agent.__version__}\n", "")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"tooloop {cli.__version__}\n", "")
 
 
 def test_a_task_of_a_dash_is_read_from_stdin(run_agent, fake, monkeypatch):

@@ -143,7 +143,7 @@ def test_a_raw_step_sends_its_bytes_exactly_at_its_boundaries(client, fake):
     assert [c.choices[0].delta.content for c in ask(client)] == ["Hi"]
     assert fake.streams[-1] == {"chunks": 3, "total": 3, "hung_up": False}
     fake.script = [Raw([b"data: {not json\n\n"])]
-    with pytest.raises(ValueError):  # the client itself does not read it (agent.assemble says so: exit 7)
+    with pytest.raises(ValueError):  # the client itself does not read it (endpoint.assemble says so: exit 7)
         list(ask(client))
 
 

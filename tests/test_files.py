@@ -200,7 +200,7 @@ def test_an_edit_written_as_text_is_recovered_with_its_arguments(run_agent, fake
 
 def test_compaction_stubs_an_edits_old_text_as_well_as_its_content():
     arguments = json.dumps({"path": "a.py", "old": "x" * 300, "content": "y" * 300})
-    shrunk = agent.shrunk({"id": "1", "type": "function", "function": {"name": "write_file", "arguments": arguments}})
+    shrunk = agent.without_file_body({"id": "1", "type": "function", "function": {"name": "write_file", "arguments": arguments}})
     assert json.loads(shrunk["function"]["arguments"]) == {"path": "a.py", "old": "[compacted]", "content": "[compacted]"}
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import agent
 import aids
+import endpoint
 import tools
 from fake_server import answer, call, reply
 
@@ -79,7 +80,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
     reading = plain_reading if mode == "plain" else aided_reading
     rng = random.Random(32)
     outcomes = set()
-    send = agent.live(shared_fake.url, "local")  # one client (and its connection) for all the plans
+    send = endpoint.sender(shared_fake.url, "local")  # one client (and its connection) for all the plans
     for n in range(PLANS):
         plan = [KINDS[rng.choice(list(KINDS))](k) for k in range(rng.randint(0, 9))]
         cap = rng.randint(1, 8)
@@ -91,7 +92,7 @@ def test_3000_random_plans_match_a_brute_force_reading(shared_fake, tmp_path, mo
         settings = tools.Settings(workspace=ws)
 
         totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-        ask = agent.caller(send, "fake", totals, cap)
+        ask = agent.model_caller(send, "fake", totals, cap)
         hooks = aids.Hooks() if mode == "plain" else aids.text_calls(settings)
         code, answer_text = agent.run(TASK, ask, settings, cap, hooks)
 

@@ -1,7 +1,7 @@
 """Generated malformed streams (hypothesis): whatever a server sends, the run goes on or ends with a
 documented exit code; never a traceback, never a hang.
 
-The stream parser (agent.assemble) is where every server's quirks arrive. Each generated stream
+The stream parser (endpoint.assemble) is where every server's quirks arrive. Each generated stream
 is a list of events, most of them chat.completion.chunk objects with fields left out, added or of
 the wrong type (null choices, arguments as an object, indexes out of order, usage that is no
 number, lone surrogates), mixed with bytes that are no UTF-8, lines that are no JSON, comments,
@@ -9,9 +9,9 @@ errors and an early or missing [DONE]; the bytes are then cut at generated chunk
 Every case runs the real agent (read-only, recording a transcript) and the real openai client
 against tests/fake_server.py, which sends the bytes exactly so (Raw).
 
-Most cases run the agent's loop (agent.run, with agent.caller and one agent.live client for all:
+Most cases run the agent's loop (agent.run, with agent.model_caller and one endpoint.sender client for all:
 a new client loads the system's certificates, which takes longer than the whole run), a few the
-whole command line (agent.main). CI runs 500 + 25 cases, the same ones each time
+whole command line (cli.main). CI runs 500 + 25 cases, the same ones each time
 (derandomized). By hand, for more and new ones:
 
     STREAM_FUZZ_EXAMPLES=10000 python -m pytest -q tests/test_stream_fuzz.py --hypothesis-show-statistics
@@ -31,6 +31,8 @@ from hypothesis import strategies as st
 
 import agent
 import aids
+import cli
+import endpoint
 import tools
 import transcript
 from fake_server import FakeServer, Raw, answer
@@ -90,7 +92,7 @@ def streams(draw) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def place(tmp_path_factory):
-    """One fake server, one client for it (agent.live) and one workspace (with a.txt to read) for
+    """One fake server, one client for it (endpoint.sender) and one workspace (with a.txt to read) for
     all the cases; the current folder is beside the workspace, so no stray .env is read."""
     root = tmp_path_factory.mktemp("fuzz")
     (root / "ws").mkdir()
@@ -98,7 +100,7 @@ def place(tmp_path_factory):
     server, before = FakeServer(), os.getcwd()
     server.piece = 1000  # the replies that follow in one chunk each: the time goes to the generated ones
     os.chdir(root)
-    yield server, agent.live(server.url, "local"), root
+    yield server, endpoint.sender(server.url, "local"), root
     os.chdir(before)
     server.close()
 
@@ -111,9 +113,9 @@ def run(send, root) -> tuple[int, str]:
     totals = {"turns": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
         try:
-            code, _ = agent.run("go", agent.caller(send, "fake", totals, 3, log=log), settings, 3,
+            code, _ = agent.run("go", agent.model_caller(send, "fake", totals, 3, log=log), settings, 3,
                                 aids.text_calls(settings, log), log=log)
-        except agent.Stop as stop:  # main's handler: one line, this exit code
+        except endpoint.Exit as stop:  # main's handler: one line, this exit code
             code = stop.args[0]
     log.close()
     (root / "transcript.jsonl").unlink()
@@ -131,21 +133,21 @@ def test_a_generated_stream_goes_on_or_ends_with_a_documented_exit_code(place, p
     server.script = [Raw(parts)] + [answer("done")] * 4  # what follows a reply that went on
     code, err = run(send, root)
     event(f"exit {code}")  # (--hypothesis-show-statistics: how the cases ended)
-    assert code in agent.EXIT_CODES and "Traceback" not in err
+    assert code in cli.EXIT_CODES and "Traceback" not in err
 
 
 @settings(max_examples=max(25, EXAMPLES // 20), **SETTINGS)
 @given(parts=streams())
 def test_through_the_command_line_too(place, parts):
-    """The same through agent.main, a client of its own each time (slower: a few cases)."""
+    """The same through cli.main, a client of its own each time (slower: a few cases)."""
     server, _, root = place
     server.script = [Raw(parts)] + [answer("done")] * 4
     log = root / "transcript.jsonl"
     log.unlink(missing_ok=True)  # (a failed case leaves its own)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
-        code = agent.main(["--base-url", server.url, "--workspace", str(root / "ws"), "--approval", "read-only",
+        code = cli.main(["--base-url", server.url, "--workspace", str(root / "ws"), "--approval", "read-only",
                            "--no-probe", "--max-turns", "3", "--transcript", str(log), "go"])
-    assert code in agent.EXIT_CODES and "Traceback" not in err.getvalue()
+    assert code in cli.EXIT_CODES and "Traceback" not in err.getvalue()
     ended = [json.loads(line) for line in log.read_text().splitlines()][-1]  # the transcript is whole: one event a line
     assert ended["event"] == "end" and ended["exit_code"] == code
     log.unlink()

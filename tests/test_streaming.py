@@ -1,6 +1,6 @@
 """Every reply streams: its text is on screen as it arrives, and a reply that has written its
 command or read as text (the text-calls aid) is stopped there, so the server never generates the
-explanation that follows. Driven through agent.main against tests/fake_server.py, which streams
+explanation that follows. Driven through cli.main against tests/fake_server.py, which streams
 the way llama-server does (Server-Sent Events, one piece of text a chunk, per-chunk timings) and
 records, for each streamed reply, how many chunks it sent before the client hung up."""
 

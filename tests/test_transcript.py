@@ -7,6 +7,7 @@ import sys
 import time
 
 import agent
+import cli
 import transcript
 from fake_server import Status, answer, call, reply
 
@@ -53,7 +54,7 @@ def test_turn_cap_and_server_failure_are_recorded_with_their_exit_codes(run_agen
 
 def test_default_transcript_folder_keeps_itself_out_of_git(fake, tmp_path, capsys):
     fake.script = [answer("ok")]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(tmp_path), "--plain", "hi"]) == 0
+    assert cli.main(["--base-url", fake.url, "--workspace", str(tmp_path), "--plain", "hi"]) == 0
     folder = tmp_path / ".tooloop"
     [log] = folder.glob("*.jsonl")
     assert (folder / ".gitignore").read_text() == "*\n"
@@ -103,10 +104,10 @@ def test_replay_divergence_is_reported(fake, workspace, capsys):
     (workspace / "data.txt").write_text("first")
     log = workspace.parent / "t.jsonl"
     fake.script = [reply(call("read_file", path="data.txt")), answer("it says first")]
-    assert agent.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log), "go"]) == 0
+    assert cli.main(["--base-url", fake.url, "--workspace", str(workspace), "--transcript", str(log), "go"]) == 0
     (workspace / "data.txt").write_text("second")
     capsys.readouterr()
-    assert agent.main(["--replay", str(log), "--workspace", str(workspace), "--transcript", "off"]) == 0
+    assert cli.main(["--replay", str(log), "--workspace", str(workspace), "--transcript", "off"]) == 0
     err = capsys.readouterr().err
     assert "replay: 1 divergence(s) from the recording" in err
     assert "recorded: 'first'" in err and "now:      'second'" in err
@@ -130,7 +131,7 @@ def test_show_request_prints_schemas_and_every_message(run_agent, fake):
 def test_render_shows_a_recorded_run_like_the_live_view(run_agent, workspace, capsys):
     run_agent(*SCRIPT)
     capsys.readouterr()
-    assert agent.main(["--render", str(workspace.parent / "transcript.jsonl")]) == 0
+    assert cli.main(["--render", str(workspace.parent / "transcript.jsonl")]) == 0
     err = capsys.readouterr().err
     for text in ("do the task", "→ write_file f.py", "→ run_shell python3 f.py", "exit code: 0", "hi",
                  "turn 3/20 · context", "It prints hi.", "exit code 0: the model gave a final answer"):
