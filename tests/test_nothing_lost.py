@@ -22,9 +22,12 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import changes
+import sandbox
+from fake_server import answer, call, reply
 
 CASES = int(os.environ.get("NOTHING_LOST_CASES", "400"))
 OLD = 1_600_000_000  # the workspace's files were last written long before the run (2020)
@@ -157,3 +160,90 @@ def test_the_issue_cases_hold_against_the_reference(tmp_path):
               [("write", long, b"b\n", 0o644), ("write", "src/app.py", b"ok\n", 0o644)], [])
     assert (tmp_path / "3" / "ws" / long).read_bytes() == b"b\n"
     assert (tmp_path / "3" / "ws" / "src" / "app.py").read_bytes() == b"ok\n"
+
+
+# --- the issue's cases, through the real agent (a scripted model, tests/conftest.py) -------------
+
+needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+
+
+def then(action, step):
+    """A script step that first does what the user does meanwhile (`action`), then replies `step`."""
+    return lambda request: (action(), step)[1]
+
+
+@needs_bwrap
+def test_a_file_landed_over_a_folder_never_removes_the_secret_the_run_never_saw(run_agent, fake, workspace):
+    (workspace / "conf").mkdir()
+    (workspace / "conf" / "settings.py").write_text("DEBUG = False\n")
+    (workspace / "conf" / ".env").write_text("API_KEY=abc123\n")  # never copied: the run never saw it
+    (workspace / "main.py").write_text("x = 1\n")
+    code, _, err = run_agent(reply(call("run_shell", command="rm -rf conf && printf 'DEBUG = True\\n' > conf")),
+                             reply(call("run_shell", command="printf 'x = 2\\n' > main.py")), answer("Done."))
+    err = " ".join(err.split())
+    assert code == 0
+    assert (workspace / "conf" / ".env").read_text() == "API_KEY=abc123\n"
+    assert (workspace / "main.py").read_text() == "x = 2\n"  # the rest lands
+    assert "not applied: conf: the folder conf/ in the workspace holds conf/.env, which the run did not see" in err
+    assert "cannot apply" not in err
+
+
+def test_a_folder_the_user_creates_while_the_run_writes_a_file_there_is_kept(run_agent, fake, workspace):
+    def user():
+        (workspace / "notes").mkdir()
+        (workspace / "notes" / "todo.md").write_text("- call Ann\n")
+    code, _, err = run_agent(reply(call("write_file", path="notes", content="the run's notes\n")),
+                             reply(call("write_file", path="ok.txt", content="ok\n")),
+                             then(user, answer("Done.")))
+    err = " ".join(err.split())
+    assert code == 0
+    assert (workspace / "notes" / "todo.md").read_text() == "- call Ann\n"
+    assert (workspace / "ok.txt").read_text() == "ok\n"
+    assert "not applied: notes: the folder notes/ in the workspace holds everything in it (you created the folder" in err
+
+
+def test_a_file_the_user_edits_while_the_run_changes_it_is_not_overwritten(run_agent, fake, workspace):
+    (workspace / "a.py").write_text("a = 1\n")
+    code, _, err = run_agent(reply(call("read_file", path="a.py")),
+                             reply(call("write_file", path="a.py", content="a = 2\n")),
+                             then(lambda: (workspace / "a.py").write_text("a = 'mine'\n"), answer("Done.")))
+    assert code == 0 and (workspace / "a.py").read_text() == "a = 'mine'\n"
+    assert "not applied: a.py: you changed it in the workspace while the run went on" in " ".join(err.split())
+
+
+@needs_bwrap
+def test_a_long_name_and_a_file_turned_folder_land_beside_an_ordinary_change(run_agent, fake, workspace):
+    long = "L" * 240 + ".py"  # 244 bytes: legal, but a staging name beside it would pass 255
+    (workspace / long).write_text("a = 1\n")
+    (workspace / "src").write_text("a file, to become a folder\n")
+    (workspace / "main.py").write_text("x = 1\n")
+    code, _, err = run_agent(
+        reply(call("run_shell", command=f"printf 'a = 2\\n' > {long} && rm src && mkdir src && "
+                                        "printf 'ok\\n' > src/app.py && printf 'x = 2\\n' > main.py")),
+        answer("Done."))
+    assert code == 0, err
+    assert (workspace / long).read_text() == "a = 2\n" and (workspace / "main.py").read_text() == "x = 2\n"
+    assert (workspace / "src" / "app.py").read_text() == "ok\n"
+    assert "not applied" not in err
+
+
+# --- the landing's own failures, on real files -----------------------------------------------
+
+def test_an_error_part_way_through_the_apply_undoes_every_step(tmp_path):
+    ws, copy = tmp_path / "ws", tmp_path / "run" / "attempt-1"
+    (ws / "old").mkdir(parents=True)
+    (ws / "old" / "gone.py").write_text("gone\n")
+    (ws / "a.py").write_text("a = 1\n")
+    began, _ = changes.take(ws, copy)
+    shutil.rmtree(copy / "old")
+    (copy / "a.py").write_text("a = 2\n")
+    (copy / "new").mkdir()
+    (copy / "new" / "b.py").write_text("b\n")
+    (copy / "z.py").write_text("z\n")
+    plan = changes.plan(ws, copy, began, set())
+    (ws / "z.py").write_text("mine, made while landing\n")  # after the plan, before the apply
+    before = snapshot(ws)
+    landed, refused = changes.apply(plan, copy, ws)
+    assert landed == [] and refused[-1].startswith("(all changes): the workspace is as it was, none applied")
+    assert snapshot(ws) == before  # the deletion, the new folder and the changed file are all undone
+    assert not (ws / "new").exists()
