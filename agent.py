@@ -124,11 +124,9 @@ def attached(paths: list[str], settings: Settings) -> str:
 
 def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
                  log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING):
-    """call_model(messages, stop) for `run`: build the request, send it with `send(request, show,
-    stop)` (endpoint.sender's, or a recording's for --replay), account for the reply and show it.
-    A parser error gets one corrective note and one retry; an overflow compacts the history and
-    retries. `stop(text)` (the text-calls aid) says how much of a streaming reply to keep once it
-    holds a complete call. `n_ctx` is llama-server's context (endpoint.check_endpoint); None: another server."""
+    """call_model(messages, stop) for `run`: the request (`request_for`), sent with `send(request, show,
+    stop)` (endpoint.sender's, or a recording's for --replay), then the reply counted and shown. A
+    parser error gets one note and one retry; an overflow compacts the history and retries."""
     show = show_json if show_request else lambda title, body: None
 
     def call_model(messages: list, stop=lambda text: None):
@@ -167,9 +165,9 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
 
 
 def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bool) -> dict:
-    """The request body of one turn. Only llama-server (known by its GET /props) gets its own fields
-    and the replies' reasoning_content back: OpenAI answers HTTP 400 to a field it does not know,
-    and DeepSeek to reasoning_content in a message."""
+    """The request body of one turn. Only llama-server (known by its GET /props: endpoint.check_endpoint
+    gave n_ctx) gets its own fields and the replies' reasoning_content back: OpenAI answers HTTP 400
+    to a field it does not know, and DeepSeek to reasoning_content in a message."""
     return dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                 tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                 **{**sampling, "seed": sampling["seed"] + turn}, stream=True, stream_options={"include_usage": True},
