@@ -162,6 +162,28 @@ def show_end(code: int, answer: str, meaning: str) -> None:
     console.print(f"exit code {code}: {meaning}", style="dim")
 
 
+def end_line(code: int, meaning: str, landed: list[dict], check: str | None, passed: int | None = None,
+          tries: int = 1) -> str:
+    """What this run did, for the end line (as show_end takes it: markup escaped). Exit code 0
+    means two things (an answer; with --check, a check passed), so its line says which: without a
+    check, that the answer is unverified and what changed, or that nothing did; with one, which
+    attempt passed. Another code's line is its meaning (EXIT_CODES), and, without a check, what
+    changed all the same (that attempt lands however it ends).
+
+        end_line(0, "...", [{"kind": "created", "path": "fizzbuzz.py", ...}], None)
+            -> 'an answer, unverified (no --check ran); created fizzbuzz.py'
+        end_line(0, "...", [...], "pytest -q", passed=2, tries=3) -> 'attempt 2 of 3 passed the check; created ...'
+    """
+    kinds = [f"{change['kind']} {change['path']}" for change in landed[:3]] + (
+        [f"{len(landed) - 3} more"] if len(landed) > 3 else [])
+    what = ", ".join(kinds) or "no file changed"
+    if check:
+        said = f"attempt {passed} of {tries} passed the check; {what}" if code == 0 else meaning
+    else:
+        said = f"{'an answer, unverified (no --check ran)' if code == 0 else meaning}; {what}"
+    return escape(printable(said))
+
+
 def render(events: list[dict]) -> int:
     """Print a recorded transcript with the same look as the live run. A transcript is data, so
     every field reaches the terminal through printable, as text (never as markup), and a number
