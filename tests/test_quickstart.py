@@ -1,4 +1,5 @@
-"""The README's first command on a machine where the sandbox is missing or broken, run for real.
+"""The README's first command, run for real: as the README writes it, against a scripted model,
+and on a machine where the sandbox is missing or broken.
 
 scripts/quickstart and scripts/setup run as subprocesses with a PATH made for each case: bwrap
 hidden (the folders that hold it become folders of symlinks to everything else), or a bwrap that
@@ -12,11 +13,14 @@ install, and machines without bubblewrap support (there the passing cases fail, 
 """
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from fake_server import answer, call, reply
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN = {"bwrap", "apt-get", "apt", "sudo"}  # no test may install anything system-wide
@@ -133,3 +137,33 @@ def test_setup_can_be_told_to_go_on_without_the_sandbox(env, fake, tmp_path):
 def test_setup_usage_is_checked_before_anything_runs(env, tmp_path):
     r = run([str(ROOT / "scripts" / "setup"), "--model", "7b"], env, tmp_path)
     assert (r.returncode, r.stderr) == (2, "usage: scripts/setup [--model 1.5b|0.5b|all]   (default 1.5b)\n")
+
+
+def first_command() -> list[str]:
+    """The README's first command, as a newcomer copies it from the Quick start."""
+    section = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    line = next(line for line in section.splitlines() if line.startswith("    scripts/quickstart "))
+    return shlex.split(line)
+
+
+FIZZBUZZ = "for i in range(1, 21):\n    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else i)\n"
+
+
+def test_the_first_command_shows_its_check_choosing_among_attempts(env, fake, tmp_path):
+    # a model that answers with a plan first (seen from the 1.5B model), then, in a fresh attempt, does the work
+    fake.extra_routes["/health"] = (200, {"status": "ok"})  # scripts/serve.py reuses a server that is up
+    fake.extra_routes["/v1/models"] = (200, {"data": [{"id": "qwen2.5-coder-1.5b"}]})
+    fake.script = [answer("I will write fizzbuzz.py and then run it."),
+                   reply(call("write_file", path="fizzbuzz.py", content=FIZZBUZZ)),
+                   reply(call("run_shell", command="python3 fizzbuzz.py")), answer("fizzbuzz.py prints 1 to 20.")]
+    command = first_command()
+    assert command[0] == "scripts/quickstart" and "--check" in command and "fizzbuzz.py" in command[-1]
+    env["COLUMNS"] = "1000"
+    r = run([str(ROOT / command[0]), *command[1:]], env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "demo" / "fizzbuzz.py").read_text() == FIZZBUZZ
+    shown = r.stderr[r.stderr.index("check failed"):]  # what the newcomer watches, in this order
+    for step in ("attempt 2 of 3", "→ write_file fizzbuzz.py", "check passed", "+ created fizzbuzz.py",
+                 "exit code 0: attempt 2 of 3 passed the check; created fizzbuzz.py"):
+        assert step in shown, step
+        shown = shown[shown.index(step):]
