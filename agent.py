@@ -25,13 +25,13 @@ summarising old turns with the model (stubs are cheaper and predictable).
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import aids
-import changes
 import checkview
 import prompts
+import runs
 from endpoint import MAX_REPLY_TOKENS, ContextOverflow, Exit, ParserError
 from screen import Streamed, asker, console, note, show_call, show_check, show_json, show_reply, show_result, show_usage
 from tools import TOOLS, Result, Settings, dispatch, parsed, redact, run_shell
@@ -124,9 +124,11 @@ def attached(paths: list[str], settings: Settings) -> str:
 
 def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
                  log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING):
-    """call_model(messages, stop) for `run`: the request (`request_for`), sent with `send(request, show,
-    stop)` (endpoint.sender's, or a recording's for --replay), then the reply counted and shown. A
-    parser error gets one note and one retry; an overflow compacts the history and retries."""
+    """call_model(messages, stop) for `run`: build the request, send it with `send(request, show,
+    stop)` (endpoint.sender's, or a recording's for --replay), account for the reply and show it.
+    A parser error gets one corrective note and one retry; an overflow compacts the history and
+    retries. `stop(text)` (the text-calls aid) says how much of a streaming reply to keep once it
+    holds a complete call. `n_ctx` is llama-server's context (endpoint.check_endpoint); None: another server."""
     show = show_json if show_request else lambda title, body: None
 
     def call_model(messages: list, stop=lambda text: None):
@@ -165,9 +167,9 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
 
 
 def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bool) -> dict:
-    """The request body of one turn. Only llama-server (known by its GET /props: endpoint.check_endpoint
-    gave n_ctx) gets its own fields and the replies' reasoning_content back: OpenAI answers HTTP 400
-    to a field it does not know, and DeepSeek to reasoning_content in a message."""
+    """The request body of one turn. Only llama-server (known by its GET /props) gets its own fields
+    and the replies' reasoning_content back: OpenAI answers HTTP 400 to a field it does not know,
+    and DeepSeek to reasoning_content in a message."""
     return dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                 tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                 **{**sampling, "seed": sampling["seed"] + turn}, stream=True, stream_options={"include_usage": True},
@@ -285,18 +287,8 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
     return prompts.CHECK_FAILED.format(command=command, output=output, files=files)
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One attempt as the attempts loop returns it: its number, its copy of the workspace, and
-    how its loop ended (exit code, answer). Its check ran on `checked(copy)`."""
-    number: int
-    copy: Path
-    code: int
-    answer: str
-
-
 def attempts(task: str, call_model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
-             tries: int, folder: Path, log=lambda event, **data: None) -> Attempt:
+             tries: int, folder: Path, log=lambda event, **data: None) -> runs.Attempt:
     """Independent attempts, the check choosing: each is the loop from the task alone (a fresh
     conversation) in its own fresh copy of the workspace as it was before the run (under
     `folder`), made only when the one before failed. `hooks(settings)` makes one attempt's aids.
@@ -305,28 +297,30 @@ def attempts(task: str, call_model, settings: Settings, max_turns: int, hooks, c
     failure, a small model writes the same file again; an independent sample is sometimes right
     where the first was wrong, and the check can tell which (on the suite's tasks three attempts
     solved no more than two rounds did: docs/results.md)."""
-    def attempt(n: int) -> Attempt:
-        copy = folder / f"attempt-{n}"
-        if unread := changes.copy(settings.workspace, copy):
-            note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(unread), log)
-        changes.remember(copy)
+    def attempt(n: int) -> runs.Attempt:
+        began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
+        copy = began.copy
+        if began.unread:
+            note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(began.unread), log)
         here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), parts={}, written=set(),
                        named={copy / path.relative_to(settings.workspace) for path in settings.named},
                        approve=settings.approve and asker(copy))  # the diff shown is of the file really written
         if check:
             note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
                  log, n=n, workspace=str(copy))
-        return Attempt(n, copy, *run(task, call_model, here, max_turns, hooks(here), check, rounds, log))
+        began.code, began.answer = run(task, call_model, here, max_turns, hooks(here), check, rounds, log)
+        return began
 
     tried = map(attempt, range(1, tries + 1))  # (lazy: the next attempt begins only when asked for)
     return first_passing(tried) if check else next(tried)
 
 
-def first_passing(tried) -> Attempt:
+def first_passing(tried) -> runs.Attempt:
     """The first attempt whose check passed wins; when none did, the run ends with exit 6 and the
     last attempt's answer."""
     for attempt in tried:
         if attempt.code == 0:
+            attempt.passed = True
             return attempt
     return replace(attempt, code=6)
 

@@ -72,6 +72,7 @@ class Plan:
     emptied: list[str]  # folders of the run's start that a created file replaces: each empty by then
     pruned: list[str]  # folders the attempt removed, removed after the deletions if they are empty then
     refused: list[str]  # "path: why", for the end of the run and the transcript
+    interrupted: bool = False  # a Ctrl-C came during the renames: held until all of them were done
 
 
 def copy(workspace: Path, dest: Path) -> list[str]:
@@ -139,21 +140,9 @@ def take(workspace: Path, dest: Path) -> tuple[Start, list[str]]:
     return began, unread
 
 
-def remember(attempt: Path) -> Start:
-    """The start of a copy made by copy() alone (the attempts loop until it calls take()): the
-    workspace's own stamps are not known, so the user's edits are told by size, time and mode."""
-    found, folders = walk(attempt)
-    began = Start({path: stamp(info) for path, info in found.items()}, folders)
-    attempt.with_name(attempt.name + ".json").write_text(json.dumps(
-        {"files": began.files, "folders": sorted(folders), "workspace": {}}))
-    return began
-
-
 def untouched(info: os.stat_result, rel: str, began: Start) -> bool:
     """Has the user left the workspace's file `rel` as it was when the run's copy was taken?"""
-    if began.workspace:
-        return identity(info) == began.workspace.get(rel)
-    return stamp(info) == began.files.get(rel)
+    return identity(info) == began.workspace.get(rel)
 
 
 def recalled(attempt: Path) -> Start | None:
@@ -358,7 +347,7 @@ def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[s
         shutil.rmtree(stage, ignore_errors=True)
         raise
     journal: list[tuple[str, Path, Path | None]] = []
-    with held_interrupt():
+    with held_interrupt(raising=False) as held:
         try:
             commit(plan, workspace, stage, journal)
         except OSError as error:
@@ -367,6 +356,7 @@ def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[s
             return [], plan.refused + [f"(all changes): the workspace is as it was, none applied: an error while "
                                        f"applying ({error})"]
         shutil.rmtree(stage, ignore_errors=True)
+    plan.interrupted = bool(held.held)
     try:
         stage.parent.rmdir()  # .tooloop, if the landing made it and nothing else is there
     except OSError:
@@ -468,7 +458,11 @@ def undo(journal: list) -> None:
 
 
 class held_interrupt:
-    """Within it, a Ctrl-C is held and raised at its end: a few renames are never cut in half."""
+    """Within it, a Ctrl-C is held and raised at its end (or only kept in `held`, with raising=False):
+    a few renames are never cut in half."""
+
+    def __init__(self, raising: bool = True):
+        self.raising = raising
 
     def __enter__(self):
         self.held, self.main = [], threading.current_thread() is threading.main_thread()
@@ -479,6 +473,6 @@ class held_interrupt:
     def __exit__(self, *exc):
         if self.main:
             signal.signal(signal.SIGINT, self.previous)
-            if self.held and not exc[0]:
+            if self.held and not exc[0] and self.raising:
                 raise KeyboardInterrupt
         return False

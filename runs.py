@@ -29,6 +29,7 @@ from tools import Settings
 KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
 RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what folder() names them: the time the run began
 HELD: dict[Path, int] = {}  # each live run folder's lock, held open by this process
+BEGUN: dict[Path, list] = {}  # each live run's attempts, in order, until land()
 
 
 class Unusable(Exception):
@@ -37,7 +38,7 @@ class Unusable(Exception):
 
 @dataclass
 class Attempt:
-    n: int
+    number: int
     copy: Path  # the attempt's copy of the workspace: the tools and the sandbox work there
     start: changes.Start  # what the copy held as it began: what the run saw
     unread: list[str] = field(default_factory=list)  # what could not be copied
@@ -103,7 +104,20 @@ def begin(workspace: Path, run: Path, n: int) -> Attempt:
     copy = run / f"attempt-{n}"
     began, unread = changes.take(workspace, copy)
     handle = os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    return Attempt(n, copy, began, unread, handle=handle)
+    BEGUN.setdefault(run, []).append(Attempt(n, copy, began, unread, handle=handle))
+    return BEGUN[run][-1]
+
+
+def seen_by_check(attempt: Attempt) -> None:
+    """Until the check's view says itself what it held: the changes whose file the view beside the
+    copy (attempt-N.check) holds as the copy does may land; the others are left out."""
+    view = attempt.copy.with_name(attempt.copy.name + ".check")
+    if not view.is_dir():
+        return
+    paths = [change.path for change in changes.changed(attempt.copy, attempt.start)]
+    attempt.only = {path for path in paths if changes.same(view / path, attempt.copy / path)
+                    or not os.path.lexists(view / path) and not os.path.lexists(attempt.copy / path)}
+    attempt.left_out = {path: "the check saw it as it was before the run" for path in paths if path not in attempt.only}
 
 
 def intact(attempt: Attempt) -> bool:
@@ -116,43 +130,26 @@ def intact(attempt: Attempt) -> bool:
     return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
-def land(workspace: Path, source: Path, settings: Settings, code: int, check: str | None,
-         run: Path) -> tuple[list, list[str], str]:
-    """finish() for the attempts loop that names the copy by its path, until it keeps Attempt records:
-    from a check's view (`.check`), only the changes that the view holds as the copy does land."""
-    copy = source.with_name(source.name.removesuffix(".check"))
-    attempt = None
-    if copy.name.startswith("attempt-") and (began := changes.recalled(copy)) is not None:
-        attempt = Attempt(int(copy.name.split("-")[1]), copy, began,
-                          handle=os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
-        if source != copy:
-            seen = [change.path for change in changes.changed(copy, began)]
-            attempt.only = {path for path in seen if changes.same(source / path, copy / path)
-                            or not os.path.lexists(source / path) and not os.path.lexists(copy / path)}
-            attempt.left_out = {path: "the check saw it as it was before the run" for path in seen
-                                if path not in attempt.only}
-    return finish(workspace, attempt, settings, code, check, run)[:3]
-
-
-def finish(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
-           run: Path) -> tuple[list, list[str], str, int]:
+def land(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
+         run: Path) -> tuple[list, list[str], str, int]:
     """Apply the chosen attempt's change set to the user's workspace, if it may land: without a
     check, the one attempt's, unless the run was interrupted (or crashed); with one, only the
     passing attempt's, and of it only what its check saw (`attempt.only`). Returns (changes applied,
     why others were not, a line that says where the attempts' files are, the run's exit code: 130
     if a Ctrl-C came while the files were being staged, when nothing lands)."""
     release(run)
+    if attempt is None and not check and BEGUN.get(run):
+        attempt = BEGUN[run][-1]  # without a check, the one attempt lands however it ended (not on Ctrl-C)
     try:
         return landed_from(workspace, attempt, settings, code, check, run)
     finally:
-        if attempt is not None and attempt.handle >= 0:
-            os.close(attempt.handle)
-            attempt.handle = -1
+        for each in BEGUN.pop(run, []):
+            os.close(each.handle)
 
 
 def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
                 run: Path) -> tuple[list, list[str], str, int]:
-    if not os.path.isdir(run) or not any(path.name.startswith("attempt-") for path in run.iterdir()):
+    if attempt is None and not (run.is_dir() and any(path.name.startswith("attempt-") for path in run.iterdir())):
         shutil.rmtree(run, ignore_errors=True)
         return [], [], "no attempt began: the workspace is as it was", code
     if code == 130 or (check and code != 0) or attempt is None:
@@ -162,6 +159,8 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
         return [], [f"(all changes): the run's copy {attempt.copy} vanished or was replaced while the run went on, "
                     "so what it holds is not the run's work"], "nothing was applied: the workspace is as it was", code
     named = {str(path.relative_to(workspace)) for path in settings.named}
+    if check and attempt.only is None:
+        seen_by_check(attempt)
     try:
         plan = changes.plan(workspace, attempt.copy, attempt.start, named, attempt.only, attempt.left_out)
         landed, refused = changes.apply(plan, attempt.copy, workspace)
@@ -170,5 +169,8 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
     except OSError as error:
         return [], [f"(all changes): none applied, the workspace is as it was: an error ({error})"], \
             f"the run's files are in {attempt.copy}", code
-    chosen = f"attempt {attempt.n} passed the check; " if check else ""
+    if plan.interrupted:
+        return landed, refused, f"interrupted while landing, after all of it was applied; the run's files are kept " \
+                                f"in {run}", 130
+    chosen = f"attempt {attempt.number} passed the check; " if check else ""
     return landed, refused, f"{chosen}the run's files are kept in {run}", code
