@@ -245,19 +245,22 @@ def without_file_body(call: dict) -> dict:
 
 def run_check(command: str, settings: Settings, turn: int, log=lambda event, **data: None) -> Result:
     """Run the user's check as run_shell runs a command: in the sandbox, with its time limit (a
-    check that hangs is killed and fails), on a copy of the attempt where the files the check's
-    runner trusts are as they were before the run (checkview.for_check), so the model cannot pass
-    it by changing the tests. The model never proposed it, so no permission asks."""
+    check that hangs is killed and fails), on a view of the attempt that holds only the changes
+    that cannot change how the check runs (checkview.for_check), so the model cannot pass it by
+    changing the tests. The check event records which changes the view held (`seen`: only these
+    may land) and which it left out, and why. The model never proposed it, so no permission asks."""
+    seen = {}
     if settings.original:
-        view, restored = checkview.for_check(settings.original, settings.workspace, checked(settings.workspace), command)
-        settings = replace(settings, workspace=view)
-        if restored:
-            note("check_view", "the check sees these as they were before the run (the check trusts them): "
-                 + ", ".join(restored), log)
+        copy = settings.workspace
+        view = checkview.for_check(settings.original, copy, checked(copy), command)
+        settings, seen = replace(settings, workspace=view.path), {"seen": sorted(view.seen), "left_out": view.left_out}
+        if view.left_out:
+            note("check_view", "the check does not see these changes (they do not land): " + "; ".join(
+                f"{path}: {why}" for path, why in view.left_out.items()), log)
     result = run_shell(command, settings=settings)
     result = Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
     show_check(command, result.text, result.ok)
-    log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text)
+    log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text, **seen)
     return result
 
 

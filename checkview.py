@@ -1,39 +1,74 @@
-"""What the user's check runs on: a view of the attempt that the model cannot game.
+"""What the user's check runs on: a view built from what may change, so the check judges the code.
 
-The check must judge the code, not what the model did to the check. `for_check()` builds the
-copy that the user's check runs on: the attempt's files, except that the files a test runner
-trusts are as they were before the run. Those are:
+The one rule: **the check runs on the workspace as it was before the run, plus those of the
+attempt's changes that cannot change how the check itself runs.** Those are
 
-- files that existed before the run and are tests or test configuration: test files by their
-  usual names (`test_*.py`, `*_test.go`, `*.spec.js`, anything under a `tests/` folder), and the
-  files that tell a runner what to run (conftest.py, pytest.ini, tox.ini, setup.cfg,
-  pyproject.toml, package.json, Makefile, ...);
-- new files that would configure or replace the runner: a runner configuration file, a module or
-  package named like one of the standard library or a test runner (`unittest.py`, `pytest/`),
-  `.pth`, sitecustomize and usercustomize files, anywhere.
+- changes to files that existed and are neither tests nor configuration (the code under test);
+- new plain files (`html/index.html`, `data.csv`, `notes.md`);
+- new modules whose import name nothing else provides: not the standard library's, not an
+  installed distribution's (as the Python that runs the check finds them), not a test runner's;
+- any new file the check command names (`--check "pytest -q test_new.py"`).
 
-A script the check runs is not trusted for that alone: in `sh backup.sh` it is often the very
-file the task is about. A test the model writes anew is checked as written. What lands after a passing check is what the
-check saw, so a changed test never reaches the user's files either; the end of the run says so.
+Left out, and so the check sees them as they were (or not at all): tests (`test_*.py`, `*_test.go`,
+`*.spec.js`, anything under `tests/`), the runner's configuration (conftest.py, pytest.ini,
+pytest.toml, tox.ini, setup.cfg, pyproject.toml, package.json, Makefile, ...), what that
+configuration pulls in (a file a Makefile includes, a module conftest.py loads as a plugin or
+star-imports, a `-p` plugin),
+hidden files (`.pytest.ini`, `.coveragerc`; ignore lists and caches aside), installed-package
+metadata (`*.dist-info`, `*.egg-info`, `.pth`), a new module named like one that already exists
+(`iniconfig.py`, `unittest.py`, `json/__init__.py`), links, and a new test the command does not
+name (`test_zz.py` that exits 0 while pytest collects it). Only a real module counts as a name:
+a `.py` file (or native module), or a folder with `__init__.py`: `html/index.html` shadows nothing.
 
-Left out on purpose: the code under test can still end its own process with success
-(`os._exit(0)` while pytest collects it): no rule about files tells that from a real pass.
-Data that tests read from outside test folders is not restored.
+`for_check()` returns the view, the changes it holds (only these may land: what lands is what the
+check saw) and those it left out, each with its reason (named at the end of the run, never
+landed). The view is a fresh copy of the workspace with those changes put in, made anew for each
+check and thrown away after it, so nothing the check writes lands. Building it never follows a
+link: a file is taken from the attempt only if it is a regular file there, and put in the view
+only beneath folders that are folders in the view (the model may have turned `tests/` into a link
+to a host folder).
+
+Left out on purpose: code under test that ends its own process with success while the tests
+import it (`os._exit(0)`), returns an always-equal object or patches `assertEqual`: no rule about
+files tells that from a real pass (pytest's per-test report was weighed: it reaches only the first
+of these, and only where the check is pytest itself, not `make test`). A helper module that only
+tests import, outside a test folder and not imported by conftest.py, counts as code under test.
+The view is a plain copy: a hard link would let the check write to the user's files.
 """
 
+import ast
+import functools
+import importlib.metadata
+import os
+import posixpath
+import re
+import shlex
 import shutil
+import stat
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from changes import copy, diff
+import changes
+import protect
 
 TEST_FOLDERS = {"test", "tests", "testing", "__tests__", "spec", "specs"}
 RUNNER_FILES = {  # lower-cased names of the files that tell a test runner what to run and how
-    "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
-    ".coveragerc", "package.json", "makefile", "gnumakefile", "cargo.toml", "go.mod", "pom.xml",
-    "build.gradle", "build.gradle.kts", "cmakelists.txt", "sitecustomize.py", "usercustomize.py",
+    "conftest.py", "pytest.ini", "pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py",
+    "package.json", "makefile", "gnumakefile", "cargo.toml", "go.mod", "pom.xml", "build.gradle",
+    "build.gradle.kts", "cmakelists.txt", "sitecustomize.py", "usercustomize.py", "jest.config.js", "vitest.config.ts",
 }
-RUNNERS = {"pytest", "_pytest", "py", "pluggy", "nose", "nose2", "hypothesis", "coverage"}
+RUNNERS = {"pytest", "_pytest", "py", "pluggy", "nose", "nose2", "hypothesis", "coverage", "sitecustomize",
+           "usercustomize", "conftest"}
+MODULES = (".py", ".pyc", ".so", ".pyd")  # what Python imports by name
+METADATA = (".dist-info", ".egg-info", ".egg-link", ".pth")  # what site and entry points read
+
+
+@dataclass
+class View:
+    path: Path  # the copy the check runs on
+    seen: set[str] = field(default_factory=set)  # the attempt's changes it holds: only these may land
+    left_out: dict[str, str] = field(default_factory=dict)  # the others: path -> why
 
 
 def trusted(path: str) -> bool:
@@ -51,34 +86,179 @@ def trusted(path: str) -> bool:
             or ".test." in name or ".spec." in name or name.endswith(".java") and java.endswith(("Test", "Tests")))
 
 
-def shadows(path: str) -> bool:
-    """Would this new file replace a module of the standard library or of a test runner for any
-    Python started in the workspace (`unittest.py`, `pytest/__init__.py`)?"""
+def hidden(path: str) -> bool:
+    """A hidden name on the path that tools read as configuration (`.pytest.ini`, `.config/x`);
+    ignore lists and caches (protect.inert) aside."""
+    return any(part.startswith(".") and not protect.inert(part) for part in path.split("/"))
+
+
+@functools.cache
+def provided() -> dict[str, str]:
+    """{import name: who provides it} for the Python that runs the check (the sandbox puts this
+    interpreter first on PATH): the standard library, its installed distributions, the runners.
+    tooloop's own modules are left out: no check imports them."""
+    names = {name: "the standard library" for name in sys.stdlib_module_names}
+    for name, dists in importlib.metadata.packages_distributions().items():
+        if set(dists) - {"tooloop"}:
+            names.setdefault(name, f"installed: {', '.join(sorted(set(dists)))}")
+    return {**names, **{name: "a test runner" for name in RUNNERS}}
+
+
+def module_name(path: str, is_package) -> str | None:
+    """The top-level import name a new file would take, if it is a module: `json.py` -> json,
+    `html/__init__.py` -> html, `app/util.py` in a package `app` -> app; `html/index.html` -> None.
+    `is_package(folder)` says whether a folder holds `__init__.py`."""
     parts = path.split("/")
-    module = parts[0].removesuffix(".py") if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
-    return (len(parts) > 1 or parts[0].endswith(".py")) and (module in sys.stdlib_module_names or module in RUNNERS)
+    if not parts[-1].endswith(MODULES):
+        return None
+    top = len(parts) - 1
+    while top > 0 and is_package("/".join(parts[:top])):
+        top -= 1
+    return parts[top].split(".")[0] if top == len(parts) - 1 else parts[top]
 
 
-def for_check(workspace: Path, attempt: Path, dest: Path, command: str) -> tuple[Path, list[str]]:
-    """The copy the check runs on (see the module docstring), and the paths in it that were put
-    back as they were before the run, or left out."""
-    if dest.exists():
+def named(command: str) -> set[str]:
+    """The paths a check command names: `pytest -q ./tests/test_new.py::test_x` -> tests/test_new.py."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return {posixpath.normpath(word.split("::")[0]) for word in words if word and not word.startswith("-")}
+
+
+INCLUDE = re.compile(r"^\s*-?s?include\s+(.+)$", re.MULTILINE)  # make's include, -include, sinclude
+PLUGIN = re.compile(r"(?:^|\s)-p\s*([\w.]+)")  # a pytest plugin named in addopts
+
+
+def configuration(root: Path) -> set[str]:
+    """The files (existing or not yet) that the runner configuration under `root` pulls in: what
+    each Makefile includes, the workspace modules conftest.py, setup.py and noxfile.py import (and
+    what those import, in turn: imported()), the plugins an ini file loads with `-p`. Links are not read."""
+    found, todo = set(), []
+    for folder, dirs, names in os.walk(root):
+        rel = os.path.relpath(folder, root).replace(os.sep, "/")
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        todo += [name if rel == "." else f"{rel}/{name}" for name in names if name.lower() in RUNNER_FILES
+                 or name.endswith(".mk")]
+    read = set()
+    while todo:
+        path = todo.pop()
+        if path in read or not os.path.isfile(root / path) or os.path.islink(root / path):
+            continue
+        read.add(path)
+        text = (root / path).read_text(errors="replace")
+        folder = posixpath.dirname(path)
+        pulled = set()
+        if path.lower().endswith(("makefile", ".mk")):
+            pulled = {posixpath.normpath(posixpath.join(base, word)) for line in INCLUDE.findall(text)
+                      for word in line.split() if "$" not in word for base in ("", folder)}
+        elif path.endswith(".py"):
+            pulled = {file for name in imported(text) for base in ("", folder) for file in module_files(base, name)}
+        if path.lower().endswith((".ini", ".toml", ".cfg")):
+            pulled |= {file for name in PLUGIN.findall(text) for file in module_files("", name)}
+        found |= pulled
+        todo += sorted(pulled)
+    return found
+
+
+def imported(source: str) -> set[str]:
+    """The modules a Python runner file makes plugins of: those it names in `pytest_plugins`, those
+    it star-imports, and those it imports a `pytest_` hook from (`.x` for a relative one). Its
+    other imports are code under test (conftest.py importing the app it tests). A file that does
+    not parse names nothing.
+
+        >>> sorted(imported("from helpers import *\\nfrom app import create\\npytest_plugins = ['fixtures.db']"))
+        ['fixtures.db', 'helpers']
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" or a.name.startswith("pytest_") for a in node.names):
+            names.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytest_plugins" for t in node.targets):
+            names |= {n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return names
+
+
+def module_files(base: str, name: str) -> set[str]:
+    """Where the module `name`, and each package above it, would be found from `base`.
+
+        >>> sorted(module_files("tests", ".helpers.db"))
+        ['tests/helpers.py', 'tests/helpers/__init__.py', 'tests/helpers/db.py', 'tests/helpers/db/__init__.py']
+    """
+    parts = [part for part in name.split(".") if part]
+    files = set()
+    for n in range(1, len(parts) + 1):
+        files |= {posixpath.join(base, *parts[:n - 1], parts[n - 1] + ".py"), posixpath.join(base, *parts[:n], "__init__.py")}
+    return {posixpath.normpath(file) for file in files}
+
+
+def left_out(change: changes.Change, attempt: Path, workspace: Path, config: set[str], command: set[str]) -> str | None:
+    """Why the check does not see this change of the attempt's, or None if it does."""
+    path = change.path
+    if change.kind != "created":
+        if trusted(path) or path in config or hidden(path):
+            return "a test or the check's configuration: the check saw it as it was before the run"
+        return None
+    if any(part.endswith(METADATA) for part in path.split("/")) or path.endswith(METADATA):
+        return "installed-package metadata, which a runner loads plugins and paths from"
+    if path in command:
+        return None
+    if hidden(path) or path.split("/")[-1].lower() in RUNNER_FILES or path in config:
+        return "it would configure the check's runner"
+    if trusted(path):
+        return "a new test the check does not name (a check runs a new test it names: --check \"pytest test_new.py\")"
+    name = module_name(path, lambda folder: os.path.lexists(attempt / folder / "__init__.py"))
+    if name and name in provided() and not os.path.lexists(workspace / name) and not any(
+            os.path.lexists(workspace / f"{name}{suffix}") for suffix in MODULES):
+        return f"a module named like {name} ({provided()[name]}), which it would replace for the check"
+    return None
+
+
+def for_check(workspace: Path, attempt: Path, dest: Path, command: str, found: list[changes.Change] | None = None) -> View:
+    """The view the check runs on (see the module docstring), at `dest`: a fresh copy of the
+    workspace with those of the attempt's changes (`found`; by default changes.changed() against
+    the attempt's start) that may reach the check."""
+    if found is None:
+        found = changes.changed(attempt, changes.recalled(attempt))
+    if dest.is_symlink() or dest.is_file():
+        dest.unlink()
+    elif dest.exists():
         shutil.rmtree(dest)
-    copy(attempt, dest)
-    restored = []
-    for change in diff(workspace, attempt):
-        if change.kind == "created" and (trusted(change.path) and Path(change.path).name.lower() in RUNNER_FILES
-                                         or change.path.endswith(".pth") or shadows(change.path)):
-            target = dest / change.path
-            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
-            restored.append(change.path)
-        elif change.kind != "created" and trusted(change.path):
-            target = dest / change.path
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.exists() or target.is_symlink():
-                target.unlink()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(workspace / change.path, target, follow_symlinks=False)
-            restored.append(change.path)
-    return dest, restored
+    changes.copy(workspace, dest)
+    view, config, command_paths = View(dest), configuration(dest), named(command)
+    for change in sorted(found, key=lambda change: change.kind != "deleted"):  # deletions first
+        why = left_out(change, attempt, workspace, config, command_paths) or put(change, attempt, dest)
+        if why:
+            view.left_out[change.path] = why
+        else:
+            view.seen.add(change.path)
+    return view
+
+
+def put(change: changes.Change, attempt: Path, dest: Path) -> str | None:
+    """Make the view's file at change.path what the attempt's is (or delete it); why not, if it
+    cannot be done without following a link."""
+    parts = change.path.split("/")
+    for n in range(1, len(parts)):  # the folders above it: in the view, each a folder (or made one)
+        folder = dest.joinpath(*parts[:n])
+        if folder.is_symlink() or folder.exists() and not folder.is_dir():
+            return "beneath a link or a file in the workspace"
+        if change.kind != "deleted":
+            folder.mkdir(exist_ok=True)
+    target = dest / change.path
+    if change.kind != "deleted":
+        source = attempt / change.path
+        if any(attempt.joinpath(*parts[:n]).is_symlink() for n in range(1, len(parts) + 1)) or not (
+                stat.S_ISREG(os.lstat(source).st_mode) if os.path.lexists(source) else False):
+            return "not a regular file in the attempt (a link, or beneath one)"
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif os.path.lexists(target):
+        target.unlink()
+    if change.kind != "deleted":
+        shutil.copy2(attempt / change.path, target, follow_symlinks=False)
+    return None
