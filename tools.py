@@ -268,6 +268,8 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
                       f"{again} with the error fixed")
     if after == before:
         return f"{path} already holds exactly this content: nothing changed"
+    if not settings.workspace.is_dir():  # the run's copy vanished: never made again here (runs.intact)
+        raise Refused("the workspace folder is gone: nothing can be written")
     target.parent.mkdir(parents=True, exist_ok=True)
     # Write a temporary file beside the target, then rename it over the target: a crash leaves
     # either the old file or the new one, never half of each.

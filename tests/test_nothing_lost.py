@@ -17,6 +17,7 @@ CI runs NOTHING_LOST_CASES cases (default 400); `NOTHING_LOST_CASES=10000` runs 
 (docs/results.md has the command and its counts).
 """
 
+import io
 import os
 import shutil
 import stat
@@ -26,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import changes
+import runs
 import sandbox
 from fake_server import answer, call, reply
 
@@ -90,6 +92,10 @@ def snapshot(root: Path) -> dict[str, tuple]:
             found[rel] = ("link", os.readlink(path)) if stat.S_ISLNK(info.st_mode) else (
                 "file", info.st_mode, path.read_bytes())
     return found
+
+
+def snapshot_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def refused_paths(refused: list[str]) -> set[str]:
@@ -247,3 +253,68 @@ def test_an_error_part_way_through_the_apply_undoes_every_step(tmp_path):
     assert landed == [] and refused[-1].startswith("(all changes): the workspace is as it was, none applied")
     assert snapshot(ws) == before  # the deletion, the new folder and the changed file are all undone
     assert not (ws / "new").exists()
+
+
+# --- the run's folder: never pruned while the run lives, its copy proven from start to end -----
+
+def test_a_run_folder_removed_mid_run_lands_nothing_and_no_tool_makes_it_again(run_agent, fake, workspace,
+                                                                              runs_folder):
+    for name, text in {"README.md": "# app\n", "app.py": "x = 1\n", "src/lib.py": "y = 2\n"}.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    before = snapshot_bytes(workspace)
+    clean_up = lambda: [shutil.rmtree(run) for run in runs_folder.iterdir()]  # noqa: E731  (a cache clean-up)
+    code, _, err = run_agent(reply(call("write_file", path="a.txt", content="a\n")),
+                             then(clean_up, reply(call("write_file", path="CHANGELOG.md", content="- new\n"))),
+                             answer("Done."))
+    assert snapshot_bytes(workspace) == before  # on a32ed05: + CHANGELOG.md, - README.md, - app.py, - src/lib.py
+    assert fake.requests[2]["messages"][-1]["content"].startswith("Error:")  # the write found no workspace
+    assert not any(runs_folder.iterdir())  # nothing made the copy again
+    assert "not applied" in err and "vanished" in " ".join(err.split())
+
+
+def test_a_live_runs_folder_is_never_pruned_by_the_runs_that_start_after_it(tmp_path, workspace):
+    held = runs.folder(tmp_path / "runs", workspace)  # held, as a running run holds it
+    live = held.rename(held.with_name("20190101-000000-liverun1"))  # and older than any
+    old = runs.folder(tmp_path / "runs", workspace)
+    runs.release(old)  # a run that ended, in 2020
+    old = old.rename(old.with_name("20200101-000000-oldrun01"))
+    for _ in range(runs.KEEP_RUNS + 1):
+        runs.release(runs.folder(tmp_path / "runs", workspace))
+    assert live.is_dir() and not old.exists()
+    runs.release(held)
+
+
+def test_a_live_run_is_not_pruned_by_twenty_runs_that_start_while_it_sleeps(run_agent, fake, workspace, runs_folder):
+    (workspace / "app.py").write_text("x = 1\n")
+    def others():  # twenty runs start and end while this one waits on its command
+        for _ in range(runs.KEEP_RUNS):
+            runs.release(runs.folder(runs_folder, workspace))
+    code, _, err = run_agent(reply(call("write_file", path="CHANGELOG.md", content="- new\n")),
+                             then(others, answer("Done.")))
+    assert code == 0 and (workspace / "CHANGELOG.md").read_text() == "- new\n"
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+
+
+def test_tooloop_runs_inside_the_workspace_is_one_line_and_exit_2(run_agent, fake, workspace, monkeypatch):
+    monkeypatch.setenv("TOOLOOP_RUNS", str(workspace / "cache" / "runs"))
+    code, _, err = run_agent(answer("never asked"))
+    assert code == 2 and fake.requests == []
+    assert "TOOLOOP_RUNS" in err and "inside the workspace" in err and "Traceback" not in err
+    assert not (workspace / "cache").exists()
+
+
+@pytest.mark.parametrize("how", ["relative", "symlinked"])
+def test_a_relative_or_symlinked_tooloop_runs_works_with_approval(run_agent, fake, workspace, monkeypatch, how):
+    real = workspace.parent / "real-runs"
+    real.mkdir()
+    if how == "relative":  # the tests run in workspace.parent
+        monkeypatch.setenv("TOOLOOP_RUNS", "real-runs")
+    else:
+        (workspace.parent / "linked-runs").symlink_to(real)
+        monkeypatch.setenv("TOOLOOP_RUNS", str(workspace.parent / "linked-runs"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    code, _, err = run_agent(reply(call("write_file", path="a.txt", content="a\n")), answer("Done."),
+                             flags=["--approval", "ask"])
+    assert code == 0, err
+    assert (workspace / "a.txt").read_text() == "a\n"
