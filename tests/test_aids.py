@@ -106,6 +106,23 @@ def test_a_file_shown_then_a_call_to_run_it_are_both_run_in_order(run_agent, fak
     assert write.startswith("wrote") and run.startswith("exit code: 0") and "Fizz" in run
 
 
+FIZZBUZZ = ("# fizzbuzz.py\nfor i in range(1, 21):\n    if i % 15 == 0:\n        print('FizzBuzz')\n    elif i % 3 == 0:\n"
+            "        print('Fizz')\n    elif i % 5 == 0:\n        print('Buzz')\n    else:\n        print(i)\n")
+
+
+def test_a_file_shown_under_its_name_is_written_before_the_command_that_runs_it(run_agent, fake, workspace):
+    # the reply of the quick start's task on a fresh machine: the program, headed by its name as a
+    # comment (as the 1.5B model writes it), then the call that runs it; before, the call ran alone
+    text = ("Here is the content of `fizzbuzz.py`:\n\n```python\n" + FIZZBUZZ + "```\n\nNow I will run it:\n\n"
+            '```json\n{"name": "run_shell", "arguments": {"command": "python fizzbuzz.py"}}\n```')
+    code, out, err = run_agent(answer(text), answer("fizzbuzz.py prints FizzBuzz for 1..20."),
+                               task="Write fizzbuzz.py that prints FizzBuzz for 1..20, then run it")
+    assert code == 0 and (workspace / "fizzbuzz.py").read_text() == FIZZBUZZ
+    write, run = results(fake.requests[1])
+    assert write.startswith("wrote") and run.startswith("exit code: 0") and "14\nFizzBuzz\n16" in run
+    assert "(write_file of fizzbuzz.py: file-named; run_shell of 'python fizzbuzz.py': text-call)" in flat(err)
+
+
 ADVICE = ("`report.py` reads `data/important.csv` and prints its total; I changed nothing, as asked. If you ever "
           "want to start over you could run ```sh rm -rf data``` but only after a backup: nothing else has the numbers.")
 
