@@ -43,7 +43,7 @@ SHAPES = [
     re.compile(r"((?=[aA])(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:(?:basic|bearer|token|digest|negotiate)\s+)?)"
                r"([^\s\"'`\\,;{}$<>]{6,})()"),
     # the user:password@ (or token@) of any URL, as git keeps it in a remote
-    re.compile(r"(://)([^\s/@\"'\\]+)(@)"),
+    re.compile(r"(://)(?!\*+@)([^\s/@\"'\\]+)(@)"),  # (***@: already masked, as transcript.shown does)
     # a credential in a URL's query: ?private_token=..., &access_token=..., &key=...
     re.compile(r"(?i)([?&](?:[\w-]*token|key|api[_-]?key|secret|password|sig|signature|auth|"
                r"x-amz-credential|x-amz-signature)=)([^&\s#\"'`\\{}$<>]*[A-Za-z0-9][^&\s#\"'`\\{}$<>]*)()"),

@@ -43,6 +43,7 @@ CASES = {  # text with a credential -> what is left of it
                              "<server><password>[redacted]</password></server>"),
     "a URL's user:password": ("url = https://bot:hunter22@example.org/a.git", "url = https://[redacted]@example.org/a.git"),
     "a URL's token as user": ("git+https://tok3n@host/x", "git+https://[redacted]@host/x"),
+    "a URL masked already": ("http://***@host:8080/v1", "http://***@host:8080/v1"),
     "private_token in a query": ("GET https://gitlab.example.org/api/v4/projects?private_token=abc123&page=2",
                                  "GET https://gitlab.example.org/api/v4/projects?private_token=[redacted]&page=2"),
     "access_token in a query": ("https://x.org/cb#a?access_token=ya29.abc&x=1", "https://x.org/cb#a?access_token=[redacted]&x=1"),
