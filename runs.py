@@ -101,6 +101,8 @@ def release(run: Path) -> None:
 
 def begin(workspace: Path, run: Path, n: int) -> Attempt:
     """Attempt n: a fresh copy of the workspace in the run's folder, its start, and its handle."""
+    for done in BEGUN.get(run, []):  # a new attempt begins only when the one before failed: it never lands
+        shrink(done)
     copy = run / f"attempt-{n}"
     began, unread = changes.take(workspace, copy)
     handle = os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -144,7 +146,27 @@ def land(workspace: Path, attempt: Attempt | None, settings: Settings, code: int
         return landed_from(workspace, attempt, settings, code, check, run)
     finally:
         for each in BEGUN.pop(run, []):
+            shrink(each)
             os.close(each.handle)
+
+
+def shrink(attempt: Attempt) -> None:
+    """What an attempt that will not land (again) keeps in the run's folder: the files it created or
+    changed, and its start beside it (attempt-N.json, which names what it deleted). Its unchanged
+    files and the view its check ran on go, so a run costs about its workspace once plus what it
+    changed, and a kept run only what it changed. Never through a link: only names are removed."""
+    shutil.rmtree(attempt.copy.with_name(attempt.copy.name + ".check"), ignore_errors=True)
+    if not intact(attempt):
+        return  # not the folder begin() made: leave it alone
+    for folder, dirs, names in os.walk(attempt.copy, topdown=False):
+        rel = os.path.relpath(folder, attempt.copy).replace(os.sep, "/")
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = name if rel == "." else f"{rel}/{name}"
+            info = os.lstat(os.path.join(folder, name))
+            if attempt.start.files.get(path) == changes.stamp(info):
+                os.unlink(os.path.join(folder, name))
+        if rel != "." and rel in attempt.start.folders and not os.listdir(folder):
+            os.rmdir(folder)
 
 
 def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,

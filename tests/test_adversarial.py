@@ -1077,7 +1077,7 @@ def test_a_dotenv_secret_reaches_neither_the_model_nor_the_transcript(run_agent,
     assert (workspace / ".env").read_text() == f"API_TOKEN={token}\n" and (workspace / "copy.txt").read_text() == ""
     assert (workspace / ".env.local").read_text() == f"TOKEN={token}\n" and not os.path.lexists(workspace / "e")
     assert landing()["refused"] == ["e: a symbolic link (to '.env'): only regular files land, a link can point anywhere"]
-    assert sorted(p.name for p in attempt().iterdir()) == [".env.example", ".git", "copy.txt", "e"]
+    assert sorted(p.name for p in attempt().iterdir()) == ["copy.txt", "e"]  # what the run changed is kept (runs.shrink)
     assert outside_changes() == []
 
 

@@ -318,3 +318,18 @@ def test_a_relative_or_symlinked_tooloop_runs_works_with_approval(run_agent, fak
                              flags=["--approval", "ask"])
     assert code == 0, err
     assert (workspace / "a.txt").read_text() == "a\n"
+
+
+@needs_bwrap
+def test_a_finished_attempt_keeps_only_what_it_changed(run_agent, fake, workspace, runs_folder):
+    (workspace / "data.bin").write_bytes(os.urandom(1 << 20))  # unchanged by every attempt
+    (workspace / "a.txt").write_text("a\n")
+    script = [step for n in (1, 2, 3) for step in (
+        reply(call("write_file", path="b.txt", content=f"attempt {n}\n")), answer("Done."))]
+    code, _, err = run_agent(*script, flags=["--check", "false", "--attempts", "3"])
+    assert code == 6
+    [run] = runs_folder.iterdir()
+    for n in (1, 2, 3):
+        assert snapshot_bytes(run / f"attempt-{n}") == {"b.txt": f"attempt {n}\n".encode()}
+    assert sorted(path.name for path in run.iterdir()) == [
+        "attempt-1", "attempt-1.json", "attempt-2", "attempt-2.json", "attempt-3", "attempt-3.json", "lock"]
