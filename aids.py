@@ -11,8 +11,9 @@ places, the fields of `Hooks`, each named in the loop:
 `Hooks()` does nothing at any of them: that is `--plain`, the article's loop. One aid is left,
 and `text_calls` builds its hooks:
 
-    text-calls  a call written as text, or a whole file shown as a code block (recover.py reads
-                them); the prose after it (the streamed reply is stopped once the call is complete)
+    text-calls  a call written as text, a whole file shown as a code block under its name, or a
+                command shown as a block that ends the reply (recover.py reads them); the prose
+                after a call written as text (the streamed reply is stopped once it is complete)
 
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, and the model's own replies. It is not given the task at all.
