@@ -18,9 +18,12 @@ CI runs NOTHING_LOST_CASES cases (default 400); `NOTHING_LOST_CASES=10000` runs 
 """
 
 import io
+import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import changes
 import runs
 import sandbox
-from fake_server import answer, call, reply
+from fake_server import answer, call, interrupted, reply
+
+AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
 
 CASES = int(os.environ.get("NOTHING_LOST_CASES", "400"))
 OLD = 1_600_000_000  # the workspace's files were last written long before the run (2020)
@@ -333,3 +338,28 @@ def test_a_finished_attempt_keeps_only_what_it_changed(run_agent, fake, workspac
         assert snapshot_bytes(run / f"attempt-{n}") == {"b.txt": f"attempt {n}\n".encode()}
     assert sorted(path.name for path in run.iterdir()) == [
         "attempt-1", "attempt-1.json", "attempt-2", "attempt-2.json", "attempt-3", "attempt-3.json", "lock"]
+
+
+@needs_bwrap
+def test_ctrl_c_while_landing_leaves_all_of_it_or_none_and_the_transcript_ends(fake, workspace, tmp_path):
+    """The Ctrl-C comes once the landing stages its files: whenever it lands, the workspace holds
+    the whole change set or none of it, no staging folder, and the transcript's last event."""
+    (workspace / "old.txt").write_text("old\n")
+    (workspace / "keep").mkdir()
+    (workspace / "keep" / "gone.txt").write_text("gone\n")
+    fake.script = [reply(call("run_shell", command="yes 'a line of text' | head -c 150000000 > big.txt && "
+                                                    "mkdir -p new/deep && echo n > new/deep/n.txt && "
+                                                    "echo changed > old.txt && rm -r keep")), answer("Done.")]
+    log = tmp_path / "run.jsonl"
+    proc = subprocess.Popen([*AGENT, "--base-url", fake.url, "--workspace", str(workspace), "--no-probe",
+                             "--transcript", str(log), "go"],
+                            env={**os.environ, "TOOLOOP_RUNS": str(tmp_path / "runs")}, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code, _, err = interrupted(proc, lambda: any((workspace / ".tooloop").glob("landing-*")))
+    assert code == 130 and "Traceback" not in err
+    landed = (workspace / "big.txt").exists()
+    assert (workspace / "new" / "deep" / "n.txt").exists() == landed  # all of it, or none of it
+    assert (workspace / "old.txt").read_text() == ("changed\n" if landed else "old\n")
+    assert (workspace / "keep").exists() != landed
+    assert not list(workspace.glob(".tooloop/landing-*"))
+    assert json.loads(log.read_text().splitlines()[-1])["event"] == "end"
