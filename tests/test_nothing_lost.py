@@ -17,6 +17,7 @@ CI runs NOTHING_LOST_CASES cases (default 400); `NOTHING_LOST_CASES=10000` runs 
 (docs/results.md has the command and its counts).
 """
 
+import collections
 import io
 import json
 import os
@@ -37,6 +38,7 @@ from fake_server import answer, call, interrupted, reply
 AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
 
 CASES = int(os.environ.get("NOTHING_LOST_CASES", "400"))
+TALLY = collections.Counter()  # what the generated cases did, printed at the end with `pytest -s`
 OLD = 1_600_000_000  # the workspace's files were last written long before the run (2020)
 
 # few names, so the run and the user often meet at the same path; odd ones among them
@@ -144,6 +146,9 @@ def land_case(tmp_path: Path, initial: list, run_ops: list, user_ops: list) -> N
     for line in refused:
         assert line.split(": ", 1)[1], "a refusal without its reason"
     assert not list((ws / ".tooloop").glob("landing-*")) if (ws / ".tooloop").is_dir() else True
+    TALLY.update({"cases": 1, "changes landed": len(landed), "changes refused": len(refused),
+                  "user files kept": sum(path not in done for path in before),
+                  "user bytes kept": sum(len(was[-1]) for path, was in before.items() if path not in done)})
 
 
 @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -151,6 +156,12 @@ def land_case(tmp_path: Path, initial: list, run_ops: list, user_ops: list) -> N
 def test_a_run_lands_its_changes_or_names_them_and_never_loses_a_user_byte(tmp_path_factory, initial, run_ops,
                                                                            user_ops):
     land_case(tmp_path_factory.mktemp("case"), initial, run_ops, user_ops)
+
+
+def test_the_generated_cases_landed_and_refused_changes():
+    """(Runs after the property test:) the cases were not all trivial; `pytest -s` prints the tally."""
+    print("nothing lost:", dict(TALLY))
+    assert TALLY["changes landed"] and TALLY["changes refused"]
 
 
 def test_the_issue_cases_hold_against_the_reference(tmp_path):
