@@ -124,18 +124,17 @@ def attached(paths: list[str], settings: Settings) -> str:
 
 def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
                  log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING):
-    """call_model(messages, stop) for `run`: build the request, send it with `send(request, show,
-    stop)` (endpoint.sender's, or a recording's for --replay), account for the reply and show it.
-    A parser error gets one corrective note and one retry; an overflow compacts the history and
-    retries. `stop(text)` (the text-calls aid) says how much of a streaming reply to keep once it
-    holds a complete call. `n_ctx` is llama-server's context (endpoint.check_endpoint); None: another server."""
-    show = show_json if show_request else lambda title, body: None
+    """call_model(messages, stop) for one attempt's `run`: the request (`request_for`), sent with
+    `send(request, show, stop)` (endpoint.sender's, or a recording's for --replay), then the reply
+    counted and shown. A parser error gets one note and one retry; an overflow compacts and retries."""
+    show, turn = (show_json if show_request else lambda title, body: None), 0  # (turn: this attempt's)
 
     def call_model(messages: list, stop=lambda text: None):
-        retried = False
-        while True:
+        nonlocal turn
+        retried, turn = False, turn + 1
+        while True:  # (the seed counts the run's requests: each attempt samples anew)
             request = request_for(messages, model, sampling, totals["turns"] + 1, llama=n_ctx is not None)
-            log("request", turn=totals["turns"] + 1, body=request)
+            log("request", turn=turn, body=request)
             show("request", request)
             started = time.monotonic()
             try:
@@ -153,23 +152,22 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
                     raise Exit(4, "stopped: the conversation no longer fits the model's context, even with "
                                   "old tool results removed (use a larger -c on the server)") from None
                 continue
-            seconds = time.monotonic() - started
-            body = account(totals, response, seconds, log)
+            body, seconds = account(totals, response, started, log, turn)
             show("response", body)
             if not screen.kind:  # nothing was streamed (a replay)
                 show_reply(response.choices[0].message)
             if body.get("stopped_after_call"):  # (or it began to imagine the result)
                 note("stopped", "the reply's call was complete, so generation stopped there", log)
-            show_usage(totals["turns"], max_turns, body, seconds, n_ctx)
+            show_usage(turn, max_turns, body, seconds, n_ctx)
             return response
 
     return call_model
 
 
 def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bool) -> dict:
-    """The request body of one turn. Only llama-server (known by its GET /props) gets its own fields
-    and the replies' reasoning_content back: OpenAI answers HTTP 400 to a field it does not know,
-    and DeepSeek to reasoning_content in a message."""
+    """The request body of one turn. Only llama-server (known by its GET /props: endpoint.check_endpoint
+    gave n_ctx) gets its own fields and the replies' reasoning_content back: OpenAI answers HTTP 400
+    to a field it does not know, and DeepSeek to reasoning_content in a message."""
     return dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
                 tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                 **{**sampling, "seed": sampling["seed"] + turn}, stream=True, stream_options={"include_usage": True},
@@ -181,8 +179,9 @@ def without_reasoning(message: dict) -> dict:
     return {k: v for k, v in message.items() if k != "reasoning_content"}
 
 
-def account(totals: dict, response, seconds: float, log) -> dict:
-    """Count one reply in the run's totals and record it; returns it as the transcript keeps it."""
+def account(totals: dict, response, started: float, log, turn: int) -> tuple[dict, float]:
+    """Count one reply in the run's totals and record it: (the reply as the transcript keeps it, seconds)."""
+    seconds = time.monotonic() - started
     totals["turns"] += 1
     totals["seconds"] += seconds
     if usage := response.usage:
@@ -190,8 +189,8 @@ def account(totals: dict, response, seconds: float, log) -> dict:
         totals["cached_tokens"] += getattr(usage.prompt_tokens_details, "cached_tokens", None) or 0
         totals["completion_tokens"] += usage.completion_tokens
     body = response.model_dump(exclude_none=True)
-    log("response", turn=totals["turns"], body=body, seconds=round(seconds, 3))
-    return body
+    log("response", turn=turn, body=body, seconds=round(seconds, 3))
+    return body, seconds
 
 
 def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
@@ -290,28 +289,30 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
     return prompts.CHECK_FAILED.format(command=command, output=output, files=files)
 
 
-def attempts(task: str, call_model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
+def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
              tries: int, folder: Path, log=lambda event, **data: None) -> runs.Attempt:
     """Independent attempts, the check choosing: each is the loop from the task alone (a fresh
     conversation) in its own fresh copy of the workspace as it was before the run (under
-    `folder`), made only when the one before failed. `hooks(settings)` makes one attempt's aids.
+    `folder`), made only when the one before failed. `model(log)` makes one attempt's call_model,
+    `hooks(settings, log)` its aids; every event it logs carries its number.
 
     Failure answered: the same reply again after a note. Shown its own wrong file and the
     failure, a small model writes the same file again; an independent sample is sometimes right
     where the first was wrong, and the check can tell which (on the suite's tasks three attempts
     solved no more than two rounds did: docs/results.md)."""
     def attempt(n: int) -> runs.Attempt:
+        logged = lambda event, **data: log(event, attempt=n, **data)  # noqa: E731
         began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
         copy = began.copy
         if began.unread:
-            note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(began.unread), log)
+            note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(began.unread), logged)
         here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), parts={}, written=set(),
                        named={copy / path.relative_to(settings.workspace) for path in settings.named},
                        approve=settings.approve and asker(copy))  # the diff shown is of the file really written
         if check:
             note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
-                 log, n=n, workspace=str(copy))
-        began.code, began.answer = run(task, call_model, here, max_turns, hooks(here), check, rounds, log)
+                 logged, n=n, workspace=str(copy))
+        began.code, began.answer = run(task, model(logged), here, max_turns, hooks(here, logged), check, rounds, logged)
         return began
 
     tried = map(attempt, range(1, tries + 1))  # (lazy: the next attempt begins only when asked for)

@@ -1,18 +1,23 @@
 """The command line: tooloop's options, its start, its run and its end.
 
-`main` reads the options (`parse_args`: flags over the environment over a .env file over the
-defaults), checks what the run needs (the workspace, a sandbox, the files the user names, the
-transcript), runs the attempts (agent.py), lands the chosen attempt's changes (runs.land) and
-says how the run ended, with one of EXIT_CODES. A replay (`--replay FILE`) takes the model's
-replies from a recording (`as_recorded`); `--render FILE` prints one and exits.
+`main` reads the options (`parse_args`, from one table, OPTIONS: flags over the environment over
+tooloop's own .env over the defaults), checks what the run needs (the workspace, a sandbox, the
+files the user names, the transcript), runs the attempts (agent.py), lands the chosen attempt's
+changes (runs.land) and says how the run ended, with one of EXIT_CODES. A replay (`--replay
+FILE`) takes only the model's replies and the task from a recording (`replay_notes` says where
+its settings differ); `--render FILE` prints one and exits.
 
-Left out on purpose: subcommands, a configuration file format of our own, and interactive setup.
+Left out on purpose: subcommands, a configuration file format of our own, interactive setup, and
+any configuration from the folder tooloop runs in or the workspace (a project's files are data).
 """
 
 import argparse
 import json
+import math
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -23,9 +28,9 @@ import protect
 import runs
 import sandbox
 import transcript
-from agent import MAX_CALLS, attempts, model_caller
+from agent import MAX_CALLS, attempts, checked, model_caller
 from endpoint import LONE, REPLY_CHARS, REPLY_SECONDS, Exit, check_endpoint, sender
-from screen import answer_on_terminal, asker, console, render, show_changes, show_end
+from screen import answer_on_terminal, asker, console, end_line, render, show_changes, show_end
 from tools import MAX_WRITE, Settings, dispatch, inside
 from transcript import printable
 
@@ -40,98 +45,185 @@ EXIT_CODES = {
     5: "the model ended the run with an empty reply: no call and no answer (without --check)",
     6: "with --check: no attempt's check passed; the workspace is as it was (the end says where the attempts are)",
     7: "the model endpoint sent a reply that cannot be used (malformed, or past --reply-chars or --reply-seconds)",
+    70: "tooloop itself failed: an unexpected error (one line says which); nothing lands",
     130: "interrupted (Ctrl-C)",
 }
+CRASHED = 70  # (sysexits.h's EX_SOFTWARE)
+
+
+# --- the options: one table, read from the flags, the environment and tooloop's own .env ------
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its name in the program, its flag (None: set by its variable alone), its
+    variable (None: a flag alone), how its text is read (a function that raises ValueError with
+    what the text must be; `bool` a switch, `list` a repeatable flag), its default and its help."""
+    name: str
+    flag: str | None
+    variable: str | None
+    read: Callable
+    default: object
+    help: str
+    metavar: str | None = None
+
+
+def text(value: str) -> str:
+    return value
+
+
+def count(value: str) -> int:
+    """A whole number above 0 (a cap, a limit, a number of tries)."""
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError("must be a whole number above 0")
+    return int(value)
+
+
+def integer(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+
+
+def number(low: int, high: int, above: bool = False):
+    """A reader of a finite number from `low` (or above it, if `above`) to `high`."""
+    words = f"above {low:,} and at most {high:,}" if above else f"{low:,}-{high:,}"
+
+    def read(value: str) -> float:
+        try:
+            n = float(value)
+        except ValueError:
+            n = math.nan
+        if not (low < n <= high if above else low <= n <= high):  # (nan and inf are in no range)
+            raise ValueError(f"must be {words}")
+        return n
+    return read
+
+
+seconds = number(0, 1_000_000, above=True)  # (11 days: a bound, where nan or inf would be none)
+
+
+def approval(value: str) -> str:
+    if value not in ("auto", "ask", "read-only"):
+        raise ValueError("must be auto, ask or read-only")
+    return value
+
+
+OPTIONS = [
+    Option("base_url", "--base-url", "OPENAI_BASE_URL", text, "http://localhost:8000/v1",
+           "the OpenAI-compatible endpoint", "URL"),
+    Option("model", "--model", "MODEL", text, "local-kimi", "the model name sent with each request", "NAME"),
+    Option("api_key", None, "OPENAI_API_KEY", text, "local",
+           "the endpoint's key; never shown to the model or written to a transcript"),
+    Option("max_turns", "--max-turns", "TOOLOOP_MAX_TURNS", count, 20,
+           "model calls one attempt may make before it stops (exit 3)", "N"),
+    Option("workspace", "--workspace", "TOOLOOP_WORKSPACE", text, ".",
+           "the folder the tools may touch: a project's, not a system folder, and of at most "
+           f"{protect.MAX_ENTRIES:,} files and folders", "PATH"),
+    Option("timeout", "--timeout", "TOOLOOP_SHELL_TIMEOUT", seconds, 60,
+           "seconds one shell command (or the check) may run", "S"),
+    Option("approval", "--approval", "TOOLOOP_APPROVAL", approval, "auto",
+           "auto (run what the sandbox allows), ask (confirm each write and command) or read-only", "MODE"),
+    Option("check", "--check", "TOOLOOP_CHECK", text, None,
+           "your definition of done: a shell command run (sandboxed) each time the model answers; its failure "
+           "goes back to the model", "CMD"),
+    Option("attempts", "--attempts", "TOOLOOP_ATTEMPTS", count, 3,
+           "with --check: independent attempts, each from the task alone in a fresh copy of the workspace; the "
+           "first that passes lands", "N"),
+    Option("check_rounds", "--check-rounds", "TOOLOOP_CHECK_ROUNDS", count, 1,
+           "with --check: failed checks that end one attempt", "N"),
+    Option("runs", None, "TOOLOOP_RUNS", text, "~/.cache/tooloop/runs",
+           "where each run's copies of the workspace (its attempts) are kept: the 20 newest runs' folders"),
+    Option("file", "--file", None, list, [], "a file that comes with the task (repeatable): its content is in "
+           "the first message, and it counts as read", "PATH"),
+    Option("transcript", "--transcript", "TOOLOOP_TRANSCRIPT", text, "",
+           "where to record the run (default: a new .tooloop/<time>-<random>.jsonl in the workspace); off for "
+           "nowhere", "PATH"),
+    Option("unsafe_no_sandbox", "--unsafe-no-sandbox", None, bool, False,
+           "run shell commands unconfined where bubblewrap is missing (dangerous)"),
+    Option("plain", "--plain", None, bool, False, "no aids: the article's loop with the lesson's rules"),
+    Option("no_probe", "--no-probe", None, bool, False, "skip the start-up GET /props"),
+    Option("show_request", "--show-request", None, bool, False,
+           "print every request body and raw response as JSON"),
+    Option("replay", "--replay", None, text, None, "re-run a transcript: recorded model replies, tools for real; "
+           "every setting comes from this command line, as for any run", "FILE"),
+    Option("render", "--render", None, text, None, "print a transcript as a conversation", "FILE"),
+    Option("temperature", "--temperature", "TOOLOOP_TEMPERATURE", number(0, 2), 0.7,
+           "sampling temperature, 0-2 (Qwen2.5's recommendation; other models recommend others)", "T"),
+    Option("top_p", "--top-p", "TOOLOOP_TOP_P", number(0, 1, above=True), 0.8,
+           "nucleus sampling: the share of probability sampled from", "P"),
+    Option("max_reply_tokens", "--max-reply-tokens", "TOOLOOP_MAX_REPLY_TOKENS", count, 1024,
+           "cap on the tokens of one reply", "N"),
+    Option("seed", "--seed", "TOOLOOP_SEED", integer, 0,
+           "each request's seed is N plus the turn number: the same N repeats a run on one machine and server "
+           "build, another N samples another run", "N"),
+    Option("task_file", "--task-file", None, text, None,
+           "read the task from a file; a task of - (or --task-file -) reads it from stdin", "PATH"),
+    Option("quiet", "--quiet", None, bool, False,
+           "print only the final answer (not with --approval ask: its questions would be hidden)"),
+    Option("reply_seconds", "--reply-seconds", "TOOLOOP_REPLY_SECONDS", seconds, REPLY_SECONDS,
+           "seconds one model reply may take in all (exit 7 past it); a server silent for this long, or 600 s, "
+           "is given up on (exit 1)", "S"),
+    Option("reply_chars", "--reply-chars", "TOOLOOP_REPLY_CHARS", count, REPLY_CHARS,
+           "characters one model reply may hold (exit 7 past it): a server that streams forever is cut off, and "
+           "so is one that sends 1,000 bytes a character without ending a line", "N"),
+    Option("max_write", "--max-write", "TOOLOOP_MAX_WRITE", count, MAX_WRITE,
+           "bytes one write_file may write; a larger write is an error the model sees", "BYTES"),
+]
+
+
+def config_file() -> Path:
+    """tooloop's own .env: in the user's configuration folder, never in a project."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".config") / "tooloop" / ".env"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    # flags beat the environment, which beats a .env file in the current folder, which beats the defaults
-    env = {**dotenv_values(".env"), **os.environ}
+    """The options, each from its flag, else its variable in the environment, else in tooloop's own
+    .env (config_file), else its default; a value that is not one is one line and exit 2.
+
+    A project's files never steer tooloop: no .env in the current folder or the workspace is read
+    (one could send the key to another server, write a transcript over a shell's rc file, or name
+    a command to run), and a replay takes only the recording's replies and task (`replay_notes`)."""
+    parser = flags()
+    args = parser.parse_args(argv)
+    try:
+        saved = dotenv_values(config_file()) if config_file().is_file() else {}
+    except (OSError, UnicodeDecodeError) as error:
+        parser.error(f"cannot read {config_file()} ({error})")
+    attempts_given = args.attempts is not None
+    for option in OPTIONS:
+        if option.read not in (bool, list):
+            setattr(args, option.name, setting(parser, option, getattr(args, option.name, None), saved))
+    if attempts_given and not args.check:
+        parser.error("--attempts needs --check: the check is what chooses among the attempts")
+    args.runs = Path(args.runs).expanduser()
+    read_task(parser, args)
+    check_files(parser, args)
+    return args
+
+
+def flags() -> argparse.ArgumentParser:
+    """The command line's parser: the task, and a flag for each option that has one (`add_flag`)."""
     parser = argparse.ArgumentParser(
         prog="tooloop", description="A minimal coding agent: a model, three tools, one loop.",
-        epilog=f"limits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run\n\n"
+        epilog=f"configuration: flags, then the environment, then {config_file()}; a project's .env is never read\n"
+               + "".join(f"  {o.variable}: {o.help} (default {o.default})\n" for o in OPTIONS if not o.flag)
+               + f"limits: one reply may make {MAX_CALLS} tool calls; each call past them gets an error, not run\n\n"
                + "aids (small-model helpers, on unless --plain; see aids.py):\n"
                + "\n".join(f"  {name}" for name in aids.NAMES)
                + "\n\nexit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", nargs="?", help="what the agent should do; - reads it from stdin")
-    parser.add_argument("--task-file", metavar="PATH", help="read the task from a file (- for stdin)")
-    parser.add_argument("--base-url", default=env.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
-                        help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
-    parser.add_argument("--model", default=env.get("MODEL") or "local-kimi", help="model name (env MODEL)")
-    parser.add_argument("--max-turns", type=int, default=env.get("TOOLOOP_MAX_TURNS") or "20",
-                        help="cap on model calls (env TOOLOOP_MAX_TURNS; default 20)")
-    parser.add_argument("--workspace", default=env.get("TOOLOOP_WORKSPACE") or ".",
-                        help="folder the tools may touch (env TOOLOOP_WORKSPACE; default: here)")
-    parser.add_argument("--timeout", type=float, default=env.get("TOOLOOP_SHELL_TIMEOUT") or "60",
-                        help="seconds one shell command may run (env TOOLOOP_SHELL_TIMEOUT; default 60)")
-    parser.add_argument("--approval", choices=["auto", "ask", "read-only"],
-                        default=env.get("TOOLOOP_APPROVAL") or "auto",
-                        help="auto: run what the sandbox allows; ask: confirm every write and command; "
-                             "read-only: refuse writes and commands (env TOOLOOP_APPROVAL)")
-    parser.add_argument("--unsafe-no-sandbox", action="store_true",
-                        help="run shell commands unconfined when bubblewrap is missing (dangerous)")
-    parser.add_argument("--check", metavar="CMD", default=env.get("TOOLOOP_CHECK") or None,
-                        help="your definition of done: a shell command run (sandboxed) each time the model answers; "
-                             "its failure goes back to the model (env TOOLOOP_CHECK)")
-    parser.add_argument("--attempts", metavar="N", type=int, default=None,
-                        help="with --check: up to N independent attempts, each from the task alone in a fresh copy "
-                             "of the workspace; the first that passes the check lands (env TOOLOOP_ATTEMPTS; default 3)")
-    parser.add_argument("--check-rounds", metavar="N", type=int, default=env.get("TOOLOOP_CHECK_ROUNDS") or "1",
-                        help="within one attempt: end it at the N-th failed check (env TOOLOOP_CHECK_ROUNDS; default 1)")
-    parser.add_argument("--file", metavar="PATH", action="append", default=[],
-                        help="a file that comes with the task: its content is in the first message, and it "
-                             "counts as read (repeatable)")
-    parser.add_argument("--plain", action="store_true",
-                        help="no aids at all: the article's loop with the lesson's rules, nothing more")
-    parser.add_argument("--no-probe", action="store_true", help="skip the start-up probe of the endpoint (GET /props)")
-    parser.add_argument("--transcript", default=env.get("TOOLOOP_TRANSCRIPT") or "",
-                        help="JSONL file to record the run in (env TOOLOOP_TRANSCRIPT; default "
-                             ".tooloop/<time>-<random>.jsonl in the workspace, a new file each run; 'off' for none)")
-    parser.add_argument("--show-request", action="store_true",
-                        help="print each request body (with tool schemas) and raw response")
-    parser.add_argument("--replay", metavar="FILE", help="re-run a transcript: model replies from FILE, tools for real")
-    parser.add_argument("--render", metavar="FILE", help="print a transcript as a conversation and exit")
-    parser.add_argument("--temperature", type=float, default=env.get("TOOLOOP_TEMPERATURE") or "0.7",
-                        help="sampling temperature (env TOOLOOP_TEMPERATURE; default 0.7)")
-    parser.add_argument("--top-p", type=float, default=env.get("TOOLOOP_TOP_P") or "0.8",
-                        help="nucleus sampling: the share of probability sampled from (env TOOLOOP_TOP_P; default 0.8)")
-    parser.add_argument("--max-reply-tokens", metavar="N", type=int,
-                        default=env.get("TOOLOOP_MAX_REPLY_TOKENS") or "1024",
-                        help="cap on the tokens of one reply (env TOOLOOP_MAX_REPLY_TOKENS; default 1024)")
-    parser.add_argument("--seed", type=int, default=env.get("TOOLOOP_SEED") or "0",
-                        help="each request's seed is this plus the turn number: the same seed repeats a run, "
-                             "another samples another (env TOOLOOP_SEED; default 0)")
-    parser.add_argument("--quiet", action="store_true", help="print only the final answer")
-    parser.add_argument("--reply-seconds", metavar="S", type=float,
-                        default=env.get("TOOLOOP_REPLY_SECONDS") or REPLY_SECONDS,
-                        help="seconds one model reply may take in all, then exit 7 (env TOOLOOP_REPLY_SECONDS; "
-                             f"default {REPLY_SECONDS})")
-    parser.add_argument("--reply-chars", metavar="N", type=int, default=env.get("TOOLOOP_REPLY_CHARS") or REPLY_CHARS,
-                        help="characters one model reply may hold, then exit 7 (env TOOLOOP_REPLY_CHARS; "
-                             f"default {REPLY_CHARS})")
-    parser.add_argument("--max-write", metavar="BYTES", type=int, default=env.get("TOOLOOP_MAX_WRITE") or MAX_WRITE,
-                        help="bytes one write_file may write; a larger one is an error for the model "
-                             f"(env TOOLOOP_MAX_WRITE; default {MAX_WRITE})")
+    for option in OPTIONS:
+        if option.flag:
+            add_flag(parser, option)
     parser.add_argument("--version", action="version", version=f"tooloop {__version__}")
-    args = parser.parse_args(argv)
-    args.api_key = env.get("OPENAI_API_KEY") or "local"
-    if args.attempts is not None and not args.check:
-        parser.error("--attempts needs --check: the check is what chooses among the attempts")
-    args.attempts = int(args.attempts or env.get("TOOLOOP_ATTEMPTS") or 3)
-    args.runs = Path(env.get("TOOLOOP_RUNS") or "~/.cache/tooloop/runs").expanduser()
-    if not (0 <= args.temperature <= 2 and 0 < args.top_p <= 1 and args.max_reply_tokens >= 1):
-        parser.error("--temperature must be 0-2, --top-p above 0 and at most 1, --max-reply-tokens positive")
-    if args.task_file or args.task == "-":  # the task from a file or stdin: one line and exit 2 if there is none
-        if args.task_file and args.task:
-            parser.error("give the task or --task-file, not both")
-        source = args.task_file or "-"
-        try:
-            args.task = (sys.stdin.read() if source == "-" else Path(source).read_text()).strip()
-        except (OSError, UnicodeDecodeError) as error:
-            parser.exit(2, f"tooloop: error: cannot read the task from {source} ({error})\n")
-        if not args.task:
-            parser.exit(2, f"tooloop: error: the task from {'stdin' if source == '-' else source} is empty\n")
+    return parser
+
+
+def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What the run's files and text must be, before anything starts: one line and exit 2 if not."""
     for name in ("replay", "render"):
         if getattr(args, name) and not Path(getattr(args, name)).is_file():
             parser.error(f"--{name}: no such file {getattr(args, name)!r}")
@@ -139,16 +231,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             events = transcript.checked(getattr(args, name)) if getattr(args, name) else []
         except transcript.NotATranscript as error:
             parser.error(f"--{name}: {getattr(args, name)} is not a tooloop transcript: {error}")
-        if name == "replay" and events:
-            as_recorded(parser, args, argv, events)
-    if min(args.max_turns, args.timeout, args.check_rounds, args.attempts, args.reply_seconds, args.reply_chars,
-           args.max_write) <= 0:
-        parser.error("--max-turns, --timeout, --check-rounds, --attempts, --reply-seconds, --reply-chars and "
-                     "--max-write must be positive")
-    if not Path(args.workspace).is_dir():
-        parser.error(f"workspace {args.workspace!r} is not a folder")
-    if Path(args.workspace).resolve() == Path("/"):
-        parser.error("the workspace cannot be /: the tools would reach the whole machine")
+        if name == "replay" and events and not any(event["event"] == "response" for event in events):
+            parser.error(f"--replay: {args.replay} holds no model reply to replay")
+    if why := unusable_workspace(Path(args.workspace)):
+        parser.error(why)
     if args.quiet and args.approval == "ask":  # the question would be hidden, its answer still read
         parser.error("--quiet hides the questions of --approval ask: use one or the other")
     if not (args.task or args.replay or args.render):
@@ -159,44 +245,107 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         *[("--file", path) for path in args.file]]:
         if value and LONE.search(value):
             parser.error(f"{name} holds bytes that are not text in this terminal's encoding")
-    return args
 
 
-# The settings a replay takes from the recording's start event, each with its flag (plain: no aids).
-RECORDED = {"max_turns": "--max-turns", "approval": "--approval", "timeout": "--timeout",
-            "check_rounds": "--check-rounds", "attempts": "--attempts", "max_write": "--max-write", "plain": "--plain"}
+def add_flag(parser: argparse.ArgumentParser, option: Option) -> None:
+    """The option's flag, with its variable and default in its help. A value is read as text here
+    and checked by `setting`, whichever place it came from."""
+    where = [f"env {option.variable}"] if option.variable else []
+    if option.read not in (bool, list) and option.default not in (None, ""):
+        where.append(f"default {option.default}")
+    help = option.help + (f" ({'; '.join(where)})" if where else "")
+    if option.read is bool:
+        parser.add_argument(option.flag, action="store_true", help=help)
+    elif option.read is list:
+        parser.add_argument(option.flag, metavar=option.metavar, action="append", default=[], help=help)
+    else:
+        parser.add_argument(option.flag, metavar=option.metavar, dest=option.name, default=None, help=help)
 
 
-def as_recorded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None,
-                events: list[dict]) -> None:
-    """Give a replay the recorded run's settings (RECORDED), so the tools meet the same cap, rules
-    and limits as when it was recorded. A flag on the command line that says otherwise is refused
-    (exit 2), and so is a recording with no reply or a setting of the wrong kind; a setting an
-    older transcript lacks keeps its value from the flags, the environment or the default."""
-    config = next(event["config"] for event in events if event["event"] == "start")
-    if not any(event["event"] == "response" for event in events):
-        parser.error(f"--replay: {args.replay} holds no model reply to replay")
-    aids_on = config.get("aids")
+def setting(parser: argparse.ArgumentParser, option: Option, flag: str | None, saved: dict):
+    """One option's value: from its flag, the environment, tooloop's .env, or its default (an empty
+    variable counts as unset). The one error path: where the value came from, and what it must be."""
+    sources = [(option.flag, flag), (f"{option.variable} (in the environment)", os.environ.get(option.variable or "")),
+               (f"{option.variable} (in {config_file()})", saved.get(option.variable or ""))]
+    where, value = next(((where, value) for where, value in sources if value), (None, None))
+    if where is None:
+        return option.default
+    try:
+        return option.read(value)
+    except ValueError as why:
+        parser.error(printable(f"{where} {why}, not {value!r}"))
+
+
+def read_task(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The task from --task-file or stdin (a task of -): one line and exit 2 if there is none."""
+    if not (args.task_file or args.task == "-"):
+        return
+    if args.task_file and args.task:
+        parser.error("give the task or --task-file, not both")
+    source = args.task_file or "-"
+    try:
+        args.task = (sys.stdin.read() if source == "-" else Path(source).read_text()).strip()
+    except (OSError, UnicodeDecodeError) as error:
+        parser.exit(2, f"tooloop: error: cannot read the task from {source} ({error})\n")
+    if not args.task:
+        parser.exit(2, f"tooloop: error: the task from {'stdin' if source == '-' else source} is empty\n")
+
+
+SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run",
+          "/var/lib", "/var/cache", "/var/log", "/snap")  # the system's folders: never a project's
+
+
+def unusable_workspace(workspace: Path) -> str | None:
+    """Why `workspace` cannot be one (a usage error), or None. It must be a folder, not / (the tools
+    would reach the whole machine), not in a system folder, and of at most protect.MAX_ENTRIES
+    files and folders: the scan that protects what host tools run looks at no more, and each
+    attempt copies it."""
+    if not workspace.is_dir():
+        return f"workspace {str(workspace)!r} is not a folder"
+    resolved = workspace.resolve()
+    if resolved == Path("/"):
+        return "the workspace cannot be /: the tools would reach the whole machine"
+    if system := next((s for s in SYSTEM if resolved.is_relative_to(Path(s).resolve())), None):
+        return f"the workspace {resolved} is in a system folder ({system}): run tooloop in a project's folder"
+    entries = 0
+    for _, folders, files in os.walk(resolved):  # (links are not followed)
+        entries += len(folders) + len(files)
+        if entries > protect.MAX_ENTRIES:
+            return (f"the workspace {resolved} holds more than {protect.MAX_ENTRIES:,} files and folders: "
+                    "run tooloop in a project's folder")
+    return None
+
+
+# The settings a recording's start event holds, with the flag that gives each again (plain: no aids).
+RECORDED = {"max_turns": "--max-turns", "approval": "--approval", "timeout": "--timeout", "check": "--check",
+            "check_rounds": "--check-rounds", "attempts": "--attempts", "max_write": "--max-write",
+            "files": "--file", "plain": "--plain", "sandbox": "--unsafe-no-sandbox"}
+
+
+def replay_notes(args: argparse.Namespace, config: dict) -> list[str]:
+    """What a replay does otherwise than the recorded run, one line each. A replay takes the
+    recording's replies and task, never its settings: a shared file must not choose what may land
+    (--file, --approval, --max-write), a command that runs (--check) or a limit. Where the two
+    differ, the line says so in flags, and the replay may diverge."""
+    now = {**{key: getattr(args, key) for key in RECORDED if hasattr(args, key)}, "files": args.file,
+           "sandbox": not args.unsafe_no_sandbox}
     recorded = {key: config.get(key) for key in RECORDED}
-    recorded["plain"] = aids_on == [] if isinstance(aids_on, list) else None
-    # subtle: parsed again over a namespace that already holds every recorded setting (None), the
-    # parser fills in no default there: what is not None was given on the command line
-    given = parser.parse_args(argv, argparse.Namespace(**dict.fromkeys(RECORDED)))
-    for key, flag in RECORDED.items():
-        value, kind = recorded[key], type(getattr(args, key))
-        if value is None:
-            continue
-        if not isinstance(value, (int, float) if kind is float else kind) or isinstance(value, bool) != (kind is bool):
-            parser.error(f"--replay: the recording's {key} is {value!r}, which {flag} does not take")
-        if getattr(given, key) is not None and getattr(given, key) != value:
-            parser.error(f"--replay: the run was recorded with {flag} {value}, and a replay reproduces it: "
-                         f"leave {flag} out")
-        setattr(args, key, value)
-    if args.approval not in ("auto", "ask", "read-only"):
-        parser.error(f"--replay: the recording's approval is {args.approval!r}")
-    if config.get("sandbox") is False and not args.unsafe_no_sandbox:  # a file never turns the sandbox off
-        console.print("replay: the run was recorded with --unsafe-no-sandbox; this replay's commands run in the "
-                      "sandbox, and may diverge (give --unsafe-no-sandbox to match)", style="yellow", markup=False)
+    recorded["plain"] = config.get("aids") == [] if isinstance(config.get("aids"), list) else None
+    if not recorded["check"]:
+        recorded["attempts"] = None  # (a run without a check has one attempt, whatever --attempts said)
+    return [f"replay: the run was recorded with {as_flags(key, recorded[key])}; this replay runs with "
+            f"{as_flags(key, now[key])}, and may diverge" for key in RECORDED
+            if recorded[key] is not None and recorded[key] != now[key]]
+
+
+def as_flags(key: str, value) -> str:
+    """A recorded or current setting as the flags that give it."""
+    flag = RECORDED[key]
+    if key in ("plain", "sandbox"):
+        return flag if value == (key == "plain") else f"no {flag}"
+    if key == "files":
+        return " ".join(f"{flag} {path}" for path in value) or f"no {flag}"
+    return f"{flag} {value}" if value is not None else f"no {flag}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,6 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
         return 130
+    except Exception as error:  # a fault of tooloop's own (or the machine's): its own code, never Ctrl-C's
+        try:
+            print(printable(f"tooloop: error: tooloop itself failed ({type(error).__name__}: {error}); "
+                            "nothing was applied"), file=sys.stderr)
+        except OSError:
+            pass  # (stderr itself may be what failed)
+        return CRASHED
 
 
 def session(argv: list[str] | None = None) -> int:
@@ -217,9 +373,10 @@ def session(argv: list[str] | None = None) -> int:
     if args.render:
         return render(transcript.checked(args.render))
     recorded = transcript.checked(args.replay) if args.replay else []
-    started = next((e for e in recorded if e["event"] == "start"), {"config": {}})  # a replay's settings
-    task = args.task or started.get("task", "")
-    check, files = args.check or started["config"].get("check"), args.file or started["config"].get("files", [])
+    started = next((e for e in recorded if e["event"] == "start"), {"config": {}})  # a replay's task
+    task, check, files = args.task or started.get("task", ""), args.check, args.file
+    for line in replay_notes(args, started["config"]) if recorded else []:  # its settings are this command line's
+        console.print(Text(printable(line)), style="yellow")
     workspace = Path(args.workspace).resolve()
     if why := protect.unsafe_workspace(workspace):  # all a run changes there, the user's own tools may run
         console.print(Text(printable(f"error: {workspace} is not a project folder: {why}. Run tooloop in the "
@@ -257,9 +414,9 @@ def session(argv: list[str] | None = None) -> int:
     except runs.Unusable as error:
         console.print(Text(printable(f"error: {error}"), style="bold red"))
         return 2
-    code, answer, chosen = 130, "", None  # without a check, the one attempt lands however it ends (runs.land)
-    console.print(Text(printable(task)), style="bold magenta")
+    code, answer, chosen = CRASHED, "", None  # without a check, the one attempt lands however it ends (runs.land)
     try:
+        console.print(Text(printable(task)), style="bold magenta")
         if recorded:
             send, compare = transcript.replayer(recorded)
             hook = lambda event, **data: (log(event, **data), compare(event, **data))  # noqa: E731
@@ -276,9 +433,10 @@ def session(argv: list[str] | None = None) -> int:
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "attempts": tries, "files": files,
                                         "replay": args.replay, "sampling": sampling})
-        call_model = model_caller(send, args.model, totals, args.max_turns, n_ctx, hook, args.show_request, sampling)
-        hooks = (lambda here: aids.Hooks()) if args.plain else (lambda here: aids.text_calls(here, hook))
-        attempt = attempts(task, call_model, settings, args.max_turns, hooks, check, args.check_rounds,
+        model = lambda log: model_caller(send, args.model, totals, args.max_turns, n_ctx, log,  # noqa: E731
+                                         args.show_request, sampling)
+        hooks = (lambda here, log: aids.Hooks()) if args.plain else aids.text_calls
+        attempt = attempts(task, model, settings, args.max_turns, hooks, check, args.check_rounds,
                            tries, folder, hook)
         code, answer, chosen = attempt.code, attempt.answer, attempt
     except Exit as ended:
@@ -289,6 +447,7 @@ def session(argv: list[str] | None = None) -> int:
         code = 1
         console.print(f"replay: {error}; the run diverged from the recording", style="bold red", markup=False)
     except KeyboardInterrupt:
+        code = 130
         console.quiet = False
         console.print("interrupted", style="bold yellow")
     finally:

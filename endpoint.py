@@ -220,7 +220,8 @@ def add_piece(calls: list, part) -> int:
     name, arguments = function.get("name"), function.get("arguments")
     if arguments is not None and not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
-    name, arguments = replace_lone_surrogates(name) if isinstance(name, str) else "", replace_lone_surrogates(arguments) or ""
+    name = replace_lone_surrogates(name) if isinstance(name, str) else ""
+    arguments = replace_lone_surrogates(arguments) or ""
     into["id"], into["name"] = into["id"] or given, into["name"] + name
     into["arguments"] += arguments
     return len(name) + len(arguments)

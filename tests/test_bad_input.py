@@ -273,39 +273,45 @@ def replay(workspace, log: str, *flags) -> tuple[int, str]:
     return exit_code(["--replay", log, "--workspace", str(workspace), "--transcript", "off", *flags])
 
 
-def test_replay_keeps_the_recorded_turn_cap(run_agent, workspace, capsys):
+def test_a_replay_takes_the_turn_cap_of_its_command_line(run_agent, workspace, capsys):
+    """A replay takes the recording's replies, never its settings (tests/test_cli.py has the rest):
+    the same flags repeat the run; others are named, and may make it diverge."""
     log = record(run_agent, workspace, *[reply(call("run_shell", command=f"echo {i}")) for i in range(3)],
                  flags=["--max-turns", "2"])
-    assert replay(workspace, log) == 3
+    assert replay(workspace, log, "--max-turns", "2") == 3
     assert "replay: 0 divergence(s)" in capsys.readouterr().err
-    assert replay(workspace, log, "--max-turns", "5") == 2
-    assert "--replay: the run was recorded with --max-turns 2, and a replay reproduces it" in capsys.readouterr().err
+    assert replay(workspace, log) == 1  # the default cap runs past the recorded replies
+    err = " ".join(capsys.readouterr().err.split())
+    assert "replay: the run was recorded with --max-turns 2; this replay runs with --max-turns 20" in err
+    assert "the run diverged from the recording" in err
 
 
 def test_a_replay_never_turns_the_sandbox_off_and_says_so(run_agent, workspace, capsys):
     log = record(run_agent, workspace, reply(call("run_shell", command="echo hi")), answer("ok"),
                  flags=["--unsafe-no-sandbox"])
     capsys.readouterr()
-    warning = "replay: the run was recorded with --unsafe-no-sandbox; this replay's commands run in the sandbox"
+    warning = ("replay: the run was recorded with --unsafe-no-sandbox; this replay runs with no --unsafe-no-sandbox, "
+               "and may diverge")
     assert replay(workspace, log) == 0 and warning in " ".join(capsys.readouterr().err.split())
     assert replay(workspace, log, "--unsafe-no-sandbox") == 0 and "recorded with --unsafe" not in capsys.readouterr().err
 
 
-def test_replay_keeps_plain(run_agent, workspace, capsys):
+def test_a_replay_with_the_recorded_flags_repeats_plain(run_agent, workspace, capsys):
     text = 'Run:\n```json\n{"name": "run_shell", "arguments": {"command": "touch ran.txt"}}\n```'
     log = record(run_agent, workspace, answer(text), flags=["--plain"])
-    assert replay(workspace, log) == 0 and not (workspace / "ran.txt").exists()
+    assert replay(workspace, log, "--plain") == 0 and not (workspace / "ran.txt").exists()
     assert "replay: 0 divergence(s)" in capsys.readouterr().err
 
 
-def test_replay_keeps_the_recorded_approval_and_timeout(run_agent, workspace, capsys):
+def test_a_replay_with_the_recorded_flags_repeats_approval_and_timeout(run_agent, workspace, capsys):
     log = record(run_agent, workspace, reply(call("write_file", path="w.txt", content="w")), answer("ok"),
                  flags=["--approval", "read-only"])
-    assert replay(workspace, log) == 0 and not (workspace / "w.txt").exists()
+    assert replay(workspace, log, "--approval", "read-only") == 0 and not (workspace / "w.txt").exists()
     assert "replay: 0 divergence(s)" in capsys.readouterr().err
+    os.remove(log)  # (a transcript file holds one run: the next would be appended)
     log = record(run_agent, workspace, reply(call("run_shell", command="sleep 3; echo late")), answer("ok"),
                  flags=["--timeout", "1"])
-    assert replay(workspace, log) == 0
+    assert replay(workspace, log, "--timeout", "1") == 0
     assert "replay: 0 divergence(s)" in capsys.readouterr().err
 
 

@@ -143,7 +143,8 @@ def test_the_check_is_recorded_rendered_and_replayed(run_agent, fake, workspace,
     assert "✗ check failed: cat f.txt" in shown and "✓ check passed: cat f.txt" in shown
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    proc = subprocess.run([*AGENT, "--replay", str(log), "--workspace", str(fresh), "--transcript", "off"],
+    proc = subprocess.run([*AGENT, "--replay", str(log), "--workspace", str(fresh), "--transcript", "off",
+                           "--check", "cat f.txt"],  # (a replay runs no command the recording names)
                           capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0 and "replay: 0 divergence(s) from the recording" in proc.stderr
     assert "✓ check passed: cat f.txt" in proc.stderr  # the recorded check, run again for real

@@ -76,13 +76,17 @@ def test_the_seed_is_the_turn_number_plus_seed(run_agent, fake, workspace, monke
     assert [r["seed"] for r in fake.requests] == [1, 2, 101, 102, 8]
 
 
-@pytest.mark.parametrize("flag", [["--temperature", "-1"], ["--top-p", "0"], ["--top-p", "1.5"],
-                                  ["--max-reply-tokens", "0"], ["--temperature", "nan"]])
-def test_sampling_settings_out_of_range_are_a_usage_error(run_agent, fake, flag, capsys):
+@pytest.mark.parametrize("flag, why", [
+    (["--temperature", "-1"], "--temperature must be 0-2, not '-1'"),
+    (["--temperature", "nan"], "--temperature must be 0-2, not 'nan'"),
+    (["--top-p", "0"], "--top-p must be above 0 and at most 1, not '0'"),
+    (["--top-p", "1.5"], "--top-p must be above 0 and at most 1, not '1.5'"),
+    (["--max-reply-tokens", "0"], "--max-reply-tokens must be a whole number above 0, not '0'")])
+def test_sampling_settings_out_of_range_are_a_usage_error(run_agent, fake, flag, why, capsys):
     with pytest.raises(SystemExit) as stop:
         run_agent(answer("never"), flags=flag)
     assert stop.value.code == 2 and fake.requests == []
-    assert "--temperature must be 0-2" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith(f"tooloop: error: {why}\n")
 
 
 def test_the_new_settings_are_in_help():
