@@ -462,7 +462,7 @@ def session(argv: list[str] | None = None) -> int:
             console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
         console.print(f"replay: {len(compare.divergences)} divergence(s) from the recording", style="bold")
     show_changes(landed, refused, where)
-    show_end(code, answer, EXIT_CODES.get(code, "?"))
+    show_end(code, answer, end_line(code, EXIT_CODES.get(code, "?"), landed, check, chosen and chosen.number, tries))
     if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "
