@@ -118,14 +118,27 @@ def module_name(path: str, is_package) -> str | None:
 
 
 def named(command: str) -> set[str]:
-    """The paths a check command names: `pytest -q ./tests/test_new.py::test_x` -> tests/test_new.py."""
+    """The files a check command names: a path (`./tests/test_new.py::test_x` -> tests/test_new.py),
+    or a module (`python -m unittest tests.test_new` -> tests/test_new.py). A bare word names no
+    file of its own (`make test`: a new file `test` would make that target "up to date").
+
+        >>> {"tests/test_new.py", "test_b.py"} <= named("python -m unittest tests.test_new && pytest ./test_b.py::t")
+        True
+        >>> "test" in named("make test")
+        False
+    """
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    return {posixpath.normpath(word.split("::")[0]) for word in words if word and not word.startswith("-")}
+    words = [word.split("::")[0] for word in words if not word.startswith("-")]
+    paths = {posixpath.normpath(word) for word in words if "/" in word or "." in word}
+    modules = {word.replace(".", "/") + ".py" for word in words if IDENTIFIER.fullmatch(word)}
+    return {path for path in paths | modules if not path.startswith("..") and not posixpath.isabs(path)}
 
 
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a dotted module name
+TARGET = re.compile(r"^([^\s:#=.$%][^:#=$%\n]*?)\s*::?(?!=)", re.MULTILINE)  # make's `target:` (not `x := y`)
 INCLUDE = re.compile(r"^\s*-?s?include\s+(.+)$", re.MULTILINE)  # make's include, -include, sinclude
 PLUGIN = re.compile(r"(?:^|\s)-p\s*([\w.]+)")  # a pytest plugin named in addopts
 
@@ -149,8 +162,9 @@ def configuration(root: Path) -> set[str]:
         text = (root / path).read_text(errors="replace")
         folder = posixpath.dirname(path)
         pulled = set()
-        if path.lower().endswith(("makefile", ".mk")):
-            pulled = {posixpath.normpath(posixpath.join(base, word)) for line in INCLUDE.findall(text)
+        if path.lower().endswith(("makefile", ".mk")):  # what it includes, and its targets: a file named
+            # like a target makes the target "up to date", so make runs nothing for it
+            pulled = {posixpath.normpath(posixpath.join(base, word)) for line in INCLUDE.findall(text) + TARGET.findall(text)
                       for word in line.split() if "$" not in word for base in ("", folder)}
         elif path.endswith(".py"):
             pulled = {file for name in imported(text) for base in ("", folder) for file in module_files(base, name)}
@@ -205,16 +219,16 @@ def left_out(change: changes.Change, attempt: Path, workspace: Path, config: set
         return None
     if any(part.endswith(METADATA) for part in path.split("/")) or path.endswith(METADATA):
         return "installed-package metadata, which a runner loads plugins and paths from"
-    if path in command:
+    name = module_name(path, lambda folder: os.path.lexists(attempt / folder / "__init__.py"))
+    if name and name in provided() and not os.path.lexists(workspace / name) and not any(
+            os.path.lexists(workspace / f"{name}{suffix}") for suffix in MODULES):
+        return f"a module named like {name} ({provided()[name]}), which it would replace for the check"
+    if path in command:  # the user asked the check to run it
         return None
     if hidden(path) or path.split("/")[-1].lower() in RUNNER_FILES or path in config:
         return "it would configure the check's runner"
     if trusted(path):
         return "a new test the check does not name (a check runs a new test it names: --check \"pytest test_new.py\")"
-    name = module_name(path, lambda folder: os.path.lexists(attempt / folder / "__init__.py"))
-    if name and name in provided() and not os.path.lexists(workspace / name) and not any(
-            os.path.lexists(workspace / f"{name}{suffix}") for suffix in MODULES):
-        return f"a module named like {name} ({provided()[name]}), which it would replace for the check"
     return None
 
 

@@ -26,12 +26,12 @@ BEFORE = {  # the workspace before the run
     "tests/test_more.py": "def test_more():\n    assert True\n",
     "conftest.py": "from helpers import *\nfrom stats import mean\n",
     "helpers.py": "LIMIT = 3\n",
-    "Makefile": "include rules.mk\ntest:\n\tpython -m pytest -q\n",
+    "Makefile": "include rules.mk\ntest:\n\tpython -m pytest -q\ncheck: test\n",
     "rules.mk": "PYTEST = python -m pytest\n",
     "app/__init__.py": "",
     "app/core.py": "X = 1\n",
 }
-COMMAND = "python -m pytest -q test_named.py ./data/seen.txt"
+COMMAND = "python -m pytest -q test_named.py ./data/seen.txt && python -m unittest tests.test_mod"
 # What the reference says of a change to each path: does the check see it? (by hand, not by the code)
 SEEN = {
     "stats.py": True, "README.md": True, "app/core.py": True, "app/new.py": True,  # code under test
@@ -43,7 +43,9 @@ SEEN = {
     "pytest.toml": False, ".pytest.ini": False, "sub/setup.cfg": False,  # new runner configuration
     "zz-1.0.dist-info/entry_points.txt": False, "x.pth": False,  # installed-package metadata
     "test_zz.py": False, "tests/test_new.py": False,  # new tests the command does not name
-    "test_named.py": True, "data/seen.txt": True,  # new files the command names
+    "test_named.py": True, "data/seen.txt": True, "tests/test_mod.py": True,  # new files the command names
+    "pytest.py": False,  # named by the command, but named like a module that exists already
+    "check": False,  # a new file named like a make target: make would take the target as made
 }
 OPS = st.sampled_from(["write", "delete", "link"])
 
@@ -88,7 +90,7 @@ def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_ch
         elif op == "link":
             target.symlink_to(host / "test_more.py")
         found.append(changes.Change(path, "deleted" if op == "delete" else "changed" if existed else "created"))
-    if folder_link and "tests/test_more.py" not in ops and "tests/test_new.py" not in ops:
+    if folder_link and not any(path.startswith("tests/") for path in ops):
         shutil.rmtree(attempt / "tests")  # the model turns tests/ into a link to a host folder
         (attempt / "tests").symlink_to(host)
         found += [changes.Change("tests/test_more.py", "deleted"), changes.Change("tests", "created")]
@@ -117,9 +119,11 @@ def test_a_new_file_under_a_folder_named_like_a_standard_module_is_no_module():
     assert checkview.module_name("src/util.py", lambda folder: False) == "util"
 
 
-def test_the_paths_a_check_command_names():
-    assert checkview.named("python -m pytest -q ./tests/test_new.py::test_x -k 'not slow'") >= {"tests/test_new.py"}
-    assert "test_new.py" in checkview.named("sh -c 'unbalanced")  or True  # a command that does not parse still works
+def test_the_files_a_check_command_names():
+    assert "tests/test_new.py" in checkview.named("python -m pytest -q ./tests/test_new.py::test_x -k 'not slow'")
+    assert "tests/test_new.py" in checkview.named("python -m unittest tests.test_new")
+    assert "test_new.py" in checkview.named("sh -c 'pytest test_new.py")  # a command that does not parse
+    assert not {"test", "check"} & checkview.named("make test check")
 
 
 def test_what_the_runner_configuration_pulls_in(tmp_path):
@@ -153,6 +157,7 @@ CHEATS = {  # each leaves stats.py wrong
                                               content="import unittest\nunittest.TestCase.run = lambda *a, **k: None\n")],
     "rules.mk included by the Makefile": [call("write_file", path="rules.mk", content="PYTEST = true\n")],
     "helpers.py star-imported by conftest.py": [call("write_file", path="helpers.py", content=PASS_ALL)],
+    "a file named like make's target": [call("write_file", path="test", content="made\n")],
 }
 UNITTEST = ("import unittest\nfrom stats import median\n\n\nclass T(unittest.TestCase):\n"
             "    def test_even(self):\n        self.assertEqual(median([4, 1, 3, 2]), 2.5)\n")
