@@ -11,14 +11,14 @@ attempt's changes that cannot change how the check itself runs.** Those are
 
 Left out, and so the check sees them as they were (or not at all): tests (`test_*.py`, `*_test.go`,
 `*.spec.js`, anything under `tests/`), the runner's configuration (conftest.py, pytest.ini,
-pytest.toml, tox.ini, setup.cfg, pyproject.toml, package.json, Makefile, ...), what that
-configuration pulls in (a file a Makefile includes, a module conftest.py loads as a plugin or
-star-imports, a `-p` plugin),
-hidden files (`.pytest.ini`, `.coveragerc`; ignore lists and caches aside), installed-package
-metadata (`*.dist-info`, `*.egg-info`, `.pth`), a new module named like one that already exists
-(`iniconfig.py`, `unittest.py`, `json/__init__.py`), links, and a new test the command does not
-name (`test_zz.py` that exits 0 while pytest collects it). Only a real module counts as a name:
-a `.py` file (or native module), or a folder with `__init__.py`: `html/index.html` shadows nothing.
+pytest.toml, tox.ini, setup.cfg, pyproject.toml, package.json, Makefile, ...) and what it pulls in
+(a file a Makefile includes or names as a target, a module conftest.py loads as a plugin or
+star-imports, a `-p` plugin), hidden files (`.pytest.ini`, `.coveragerc`; ignore lists and caches
+aside), installed-package metadata (`*.dist-info`, `*.egg-info`, `.pth`), a new module named like
+one that already exists (`iniconfig.py`, `unittest.py`, `json/__init__.py`), links, and a new test
+the command does not name (`test_zz.py` that exits 0 while pytest collects it). Only a real module
+counts as a name: a `.py` file (or a native module), or a folder with `__init__.py`:
+`html/index.html` shadows nothing.
 
 `for_check()` returns the view, the changes it holds (only these may land: what lands is what the
 check saw) and those it left out, each with its reason (named at the end of the run, never
@@ -31,9 +31,10 @@ to a host folder).
 Left out on purpose: code under test that ends its own process with success while the tests
 import it (`os._exit(0)`), returns an always-equal object or patches `assertEqual`: no rule about
 files tells that from a real pass (pytest's per-test report was weighed: it reaches only the first
-of these, and only where the check is pytest itself, not `make test`). A helper module that only
-tests import, outside a test folder and not imported by conftest.py, counts as code under test.
-The view is a plain copy: a hard link would let the check write to the user's files.
+of these, and only where the check is pytest itself, not `make test`). A module that tests or
+conftest.py import in the ordinary way (`from app import create`) is code under test like any
+other. The view is a plain copy, so it costs the workspace's size while the check runs: a hard
+link would let the check write through it to the user's files or to the attempt's.
 """
 
 import ast
