@@ -301,8 +301,12 @@ def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check:
     where the first was wrong, and the check can tell which (on the suite's tasks three attempts
     solved no more than two rounds did: docs/results.md)."""
     def attempt(n: int) -> runs.Attempt:
-        logged = lambda event, **data: log(event, attempt=n, **data)  # noqa: E731
         began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
+
+        def logged(event, **data):
+            if event == "check" and "seen" in data:  # what the last check saw is all that may land
+                began.only, began.left_out = set(data["seen"]), dict(data["left_out"])
+            log(event, attempt=n, **data)
         copy = began.copy
         if began.unread:
             note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(began.unread), logged)

@@ -110,18 +110,6 @@ def begin(workspace: Path, run: Path, n: int) -> Attempt:
     return BEGUN[run][-1]
 
 
-def seen_by_check(attempt: Attempt) -> None:
-    """Until the check's view says itself what it held: the changes whose file the view beside the
-    copy (attempt-N.check) holds as the copy does may land; the others are left out."""
-    view = attempt.copy.with_name(attempt.copy.name + ".check")
-    if not view.is_dir():
-        return
-    paths = [change.path for change in changes.changed(attempt.copy, attempt.start)]
-    attempt.only = {path for path in paths if changes.same(view / path, attempt.copy / path)
-                    or not os.path.lexists(view / path) and not os.path.lexists(attempt.copy / path)}
-    attempt.left_out = {path: "the check saw it as it was before the run" for path in paths if path not in attempt.only}
-
-
 def intact(attempt: Attempt) -> bool:
     """Is the attempt's copy the very folder begin() made? (An open handle keeps its inode from
     being reused, so a folder made again at the same path is told apart.)"""
@@ -181,8 +169,6 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
         return [], [f"(all changes): the run's copy {attempt.copy} vanished or was replaced while the run went on, "
                     "so what it holds is not the run's work"], "nothing was applied: the workspace is as it was", code
     named = {str(path.relative_to(workspace)) for path in settings.named}
-    if check and attempt.only is None:
-        seen_by_check(attempt)
     try:
         plan = changes.plan(workspace, attempt.copy, attempt.start, named, attempt.only, attempt.left_out)
         landed, refused = changes.apply(plan, attempt.copy, workspace)
