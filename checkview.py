@@ -23,7 +23,8 @@ counts as a name: a `.py` file (or a native module), or a folder with `__init__.
 `for_check()` returns the view, the changes it holds (only these may land: what lands is what the
 check saw) and those it left out, each with its reason (named at the end of the run, never
 landed). The view is a fresh copy of the workspace with those changes put in, made anew for each
-check and thrown away after it, so nothing the check writes lands. Building it never follows a
+check (runs.shrink deletes it when the attempt ends); landing never reads it, so nothing the check
+writes lands. Building it never follows a
 link: a file is taken from the attempt only if it is a regular file there, and put in the view
 only beneath folders that are folders in the view (the model may have turned `tests/` into a link
 to a host folder).

@@ -227,4 +227,4 @@ def test_what_the_check_writes_never_lands_and_a_left_out_change_is_named(run_ag
     assert not (workspace / "report.txt").exists() and not (workspace / "test_extra.py").exists()
     shown = " ".join(err.split())
     assert "test_extra.py: a new test the check does not name" in shown  # the note says why, as the check runs
-    assert "not applied: test_extra.py: left out of the check's view" in shown  # and the end names it
+    assert "not applied: test_extra.py: left out of the check's view: a new test the check does not name" in shown
