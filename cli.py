@@ -25,6 +25,7 @@ from rich.text import Text
 
 import aids
 import protect
+import redact
 import runs
 import sandbox
 import transcript
@@ -384,7 +385,7 @@ def session(argv: list[str] | None = None) -> int:
         return 2
     if args.unsafe_no_sandbox:  # unconfined commands run as the user: keep the key in our memory out of reach
         sandbox.undumpable()
-    secrets = transcript.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
+    secrets = redact.secrets(args.api_key, args.base_url)  # never recorded, nor shown to the model
     settings = Settings(workspace=workspace, timeout=args.timeout, approval=args.approval,
                         sandbox=not args.unsafe_no_sandbox, approve=asker(workspace), secrets=secrets,
                         max_write=args.max_write)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from openai.types.chat import ChatCompletion
 
-from redact import everywhere, redact, secrets  # noqa: F401 (secrets: the run's own, for the writer)
+from redact import everywhere, redact
 
 
 UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one

@@ -228,3 +228,20 @@ def test_what_the_check_writes_never_lands_and_a_left_out_change_is_named(run_ag
     shown = " ".join(err.split())
     assert "test_extra.py: a new test the check does not name" in shown  # the note says why, as the check runs
     assert "not applied: test_extra.py: left out of the check's view: a new test the check does not name" in shown
+
+
+@needs_bwrap
+def test_what_the_code_under_test_writes_into_the_view_does_not_make_a_left_out_change_land(run_agent, fake, workspace):
+    """What may land is decided before the check runs: code under test that writes the model's
+    conftest.py into the view while the check runs (so the view holds the attempt's version) does
+    not get it landed."""
+    before = project(workspace)
+    plant = (FIXED + "\nimport pathlib\npathlib.Path('conftest.py').write_text(" + repr(PASS_ALL) + ")\n")
+    code, _, err = run_agent(reply(call("write_file", path="conftest.py", content=PASS_ALL)),
+                             reply(call("write_file", path="stats.py", content=plant)), answer("Done."),
+                             flags=["--check", "python -m pytest -q -p no:cacheprovider", "--attempts", "1",
+                                    "--file", "stats.py", "--file", "conftest.py"])
+    assert code == 0, err
+    assert (workspace / "stats.py").read_text() == plant
+    assert (workspace / "conftest.py").read_bytes() == before["conftest.py"]
+    assert "not applied: conftest.py: left out of the check's view" in " ".join(err.split())
