@@ -131,8 +131,10 @@ def probe() -> str | None:
     return found if isinstance(found, str) else None
 
 
-def wrap(command: str, workspace: Path) -> list[str]:
-    """The argv that runs `/bin/sh -c command` in the sandbox, in the workspace.
+def wrap(command: str, workspace: Path, at: Path | None = None) -> list[str]:
+    """The argv that runs `/bin/sh -c command` in the sandbox, in the workspace: the folder
+    `workspace` (a run's copy) mounted at `at` (the user's workspace, so a command sees its own
+    path: `pwd`, tracebacks), or at its own path.
 
     For example wrap("ls", Path("/home/me/app")) gives, shortened:
     [bwrap, --unshare-all, ..., --ro-bind /usr /usr, ..., --bind /home/me/app /home/me/app,
@@ -141,7 +143,7 @@ def wrap(command: str, workspace: Path) -> list[str]:
     found = _bwrap()
     if isinstance(found, str):
         raise RuntimeError(f"no sandbox: {found}")
-    return _argv(*found, command, Path(workspace))
+    return _argv(*found, command, Path(workspace), Path(at) if at else None)
 
 
 def environment() -> dict[str, str]:
@@ -211,9 +213,32 @@ def join_new_keyring() -> None:
             raise OSError(ctypes.get_errno(), "cannot give the sandbox a session keyring of its own")
 
 
-def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path) -> list[str]:
+PARENT_CONFIGURATION = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini",
+                        "setup.cfg", "conftest.py")
+
+
+def parent_configuration(workspace: Path) -> list[str]:
+    """The test runner configuration files in the folders above `workspace`, up to the home folder
+    (not included) or the root: what a runner started in the workspace reads there. Regular files
+    only, never through a link."""
+    home, found = Path.home().resolve(), []
+    for folder in workspace.parents:
+        if folder == home or folder == Path("/"):
+            break
+        for name in PARENT_CONFIGURATION:
+            try:
+                if stat.S_ISREG(os.lstat(folder / name).st_mode):
+                    found.append(str(folder / name))
+            except OSError:
+                continue
+    return found
+
+
+def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path, at: Path | None = None) -> list[str]:
     ws = workspace.resolve()
-    if ws == Path("/"):
+    shown = at.resolve() if at else ws  # where the command sees the workspace
+    seen = lambda path: str(shown / Path(path).relative_to(ws))  # noqa: E731  (a path of ws, as mounted)
+    if ws == Path("/") or shown == Path("/"):
         raise ValueError("the workspace cannot be /: it would expose the whole host")
     _cgroups()  # create them now, in the parent: limit_resources runs after fork
     argv = [bwrap, *namespaces, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
@@ -239,7 +264,10 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
     for path in _interpreter_dirs():
         argv += ["--ro-bind", path, path]
 
-    argv += ["--bind", str(ws), str(ws)]
+    # the runner configuration of the folders above the workspace (a parent pytest.ini, conftest.py),
+    # read-only, so a check finds what it finds in the real folder; nothing else of theirs
+    argv += [arg for path in parent_configuration(shown) for arg in ("--ro-bind", path, path)]
+    argv += ["--bind", str(ws), str(shown)]
     # Inside the workspace, the command must not change what host tools run or trust (protect.py),
     # nor the Python that runs tooloop (a venv in the project): they would execute what it wrote.
     # Each is a mount point the command cannot replace; secrets are masked after, over all of them.
@@ -247,12 +275,15 @@ def _argv(bwrap: str, namespaces: tuple[str, ...], command: str, workspace: Path
     # the home toolchains come after the workspace, so that they stay read-only even in a workspace
     # that holds them (tooloop run in the home folder): the user's own shell runs them later
     toolchains = _home_toolchains()[2]
-    for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws)), *toolchains]:
+    for path in [*read_only, *(p for p in _interpreter_dirs() if Path(p).is_relative_to(ws))]:
+        argv += ["--ro-bind", path, seen(path)]
+    for path in toolchains:
         argv += ["--ro-bind", path, path]
     for path in masked:  # a secret file reads as nothing; a secret folder (.aws, .ssh) is empty
-        argv += ["--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        argv += ["--tmpfs", seen(path), "--remount-ro", seen(path)] if os.path.isdir(path) else [
+            "--ro-bind", "/dev/null", seen(path)]
     # the root itself is bwrap's own tmpfs: make it read-only too, now that all mount points exist
-    argv += ["--remount-ro", "/", "--chdir", str(ws), "--"]
+    argv += ["--remount-ro", "/", "--chdir", str(shown), "--"]
 
     # RLIMIT_NPROC counts per user and per user namespace, so set inside the sandbox it
     # counts only the sandbox's tasks. It does nothing for uid 0: there the cgroup does it.

@@ -362,7 +362,7 @@ def syntax_error(source: str) -> str | None:
 def run_shell(command: str, *, settings: Settings) -> Result:
     cwd = settings.workspace.resolve()
     if settings.sandbox:
-        argv, limit = sandbox.wrap(command, cwd), sandbox.limit_resources
+        argv, limit = sandbox.wrap(command, cwd, settings.original), sandbox.limit_resources  # seen at its own path
     else:
         argv, limit = ["/bin/sh", "-c", command], lambda: None
     before = protect.scan(cwd) if settings.sandbox else None
@@ -529,4 +529,7 @@ def dispatch(name: str, arguments: str, settings: Settings) -> Result:
     except Exception as problem:  # the model sees what went wrong and can try something else
         result = error(f"{type(problem).__name__}: {problem}")
     result = result if isinstance(result, Result) else Result(result)
-    return Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
+    text = result.text
+    if settings.original:  # the model sees the workspace's own path, never the run's copy's
+        text = text.replace(str(settings.workspace.resolve()), str(settings.original))
+    return Result(redact(text, settings.secrets), result.ok, result.exit_code)

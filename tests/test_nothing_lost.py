@@ -374,3 +374,39 @@ def test_ctrl_c_while_landing_leaves_all_of_it_or_none_and_the_transcript_ends(f
     assert (workspace / "keep").exists() != landed
     assert not list(workspace.glob(".tooloop/landing-*"))
     assert json.loads(log.read_text().splitlines()[-1])["event"] == "end"
+
+
+# --- the model sees the workspace's own path; a parent's runner configuration counts ------------
+
+@needs_bwrap
+def test_commands_and_errors_show_the_workspace_path_never_the_copys(run_agent, fake, workspace, runs_folder):
+    code, _, _ = run_agent(reply(call("run_shell", command="pwd; python3 -c 'open(\"nope.txt\")'")),
+                           reply(call("write_file", path="a.txt/b", content="x\n")), answer("Done."))
+    shell, write = (request["messages"][-1]["content"] for request in fake.requests[1:3])
+    assert f"\n{workspace}\n" in shell and f'File "<string>", line 1' in shell
+    assert str(runs_folder) not in shell + write and "attempt-1" not in shell + write
+
+
+@needs_bwrap
+def test_a_check_finds_the_parent_projects_runner_configuration(run_agent, fake, workspace):
+    """The workspace is a package of a larger project: its pytest.ini and conftest.py (a fixture)
+    are in the folder above, as in the real folder, where the check passes."""
+    parent = workspace.parent
+    (parent / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (parent / "conftest.py").write_text("import pytest\n\n\n@pytest.fixture\ndef answer():\n    return 42\n")
+    (workspace / "test_answer.py").write_text("def test_answer(answer):\n    assert answer == 42\n")
+    check = f"{sys.executable} -m pytest -q test_answer.py"
+    assert subprocess.run(check.split(), cwd=workspace, capture_output=True).returncode == 0  # the real folder
+    code, _, err = run_agent(answer("Nothing to do."), flags=["--check", check, "--attempts", "1"])
+    assert code == 0, err
+
+
+@needs_bwrap
+def test_a_replay_of_a_run_whose_output_holds_its_path_does_not_diverge(run_agent, workspace, tmp_path):
+    (workspace / "a.py").write_text("x = 1\n")
+    run_agent(reply(call("run_shell", command="pwd && ls \"$PWD\"")), answer("Done."))
+    log = workspace.parent / "transcript.jsonl"
+    proc = subprocess.run([*AGENT, "--replay", str(log), "--base-url", "http://127.0.0.1:9/v1", "--workspace",
+                           str(workspace), "--transcript", str(tmp_path / "replayed.jsonl")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert "replay: 0 divergence(s) from the recording" in proc.stderr, proc.stderr
