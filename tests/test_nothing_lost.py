@@ -410,3 +410,14 @@ def test_a_replay_of_a_run_whose_output_holds_its_path_does_not_diverge(run_agen
                            str(workspace), "--transcript", str(tmp_path / "replayed.jsonl")],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert "replay: 0 divergence(s) from the recording" in proc.stderr, proc.stderr
+
+
+@needs_bwrap
+def test_a_folder_turned_into_a_file_under_a_check_lands_whole(run_agent, fake, workspace):
+    (workspace / "conf").mkdir()
+    (workspace / "conf" / "settings.py").write_text("DEBUG = False\n")
+    code, _, err = run_agent(reply(call("run_shell", command="rm -rf conf && printf 'DEBUG = True\\n' > conf")),
+                             answer("Done."), flags=["--check", "grep -q 'DEBUG = True' conf", "--attempts", "1"])
+    assert code == 0, err  # on a32ed05: a traceback, recorded as exit 130
+    assert (workspace / "conf").read_text() == "DEBUG = True\n"
+    assert "not applied" not in err and "- deleted conf/settings.py" in err and "+ created conf" in err
