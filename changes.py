@@ -336,7 +336,8 @@ def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[s
        filesystem, whatever the length of the target's name. Ctrl-C here stops with nothing changed.
     2. Commit, with Ctrl-C held: deletions (each moved into the staging folder, so it can come
        back), the folders a file replaces, then each write by a rename (a changed file's old
-       version moved aside first). Every step is journalled; an error undoes them in reverse."""
+       version moved aside first). Every step is journalled; an error undoes them in reverse and
+       is raised: the workspace is as it was."""
     if not plan.deletions and not plan.writes:
         return [], plan.refused
     stage = staging(workspace)
@@ -350,11 +351,10 @@ def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[s
     with held_interrupt(raising=False) as held:
         try:
             commit(plan, workspace, stage, journal)
-        except OSError as error:
+        except OSError:
             undo(journal)
             shutil.rmtree(stage, ignore_errors=True)
-            return [], plan.refused + [f"(all changes): the workspace is as it was, none applied: an error while "
-                                       f"applying ({error})"]
+            raise
         shutil.rmtree(stage, ignore_errors=True)
     plan.interrupted = bool(held.held)
     try:

@@ -30,6 +30,8 @@ KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
 RUN_NAME = re.compile(r"\d{8}-\d{6}-\w{8}")  # what folder() names them: the time the run began
 HELD: dict[Path, int] = {}  # each live run folder's lock, held open by this process
 BEGUN: dict[Path, list] = {}  # each live run's attempts, in order, until land()
+CRASHED = 70  # cli's exit code for tooloop's own failure
+STOPPED = {130: "the run was interrupted", CRASHED: "tooloop itself failed"}  # ends after which nothing lands
 
 
 class Unusable(Exception):
@@ -123,10 +125,11 @@ def intact(attempt: Attempt) -> bool:
 def land(workspace: Path, attempt: Attempt | None, settings: Settings, code: int, check: str | None,
          run: Path) -> tuple[list, list[str], str, int]:
     """Apply the chosen attempt's change set to the user's workspace, if it may land: without a
-    check, the one attempt's, unless the run was interrupted (or crashed); with one, only the
-    passing attempt's, and of it only what its check saw (`attempt.only`). Returns (changes applied,
-    why others were not, a line that says where the attempts' files are, the run's exit code: 130
-    if a Ctrl-C came while the files were being staged, when nothing lands)."""
+    check, the one attempt's, unless the run was interrupted or tooloop failed (STOPPED); with one,
+    only the passing attempt's, and of it only what its check saw (`attempt.only`). Returns
+    (changes applied, why others were not, a line that says where the attempts' files are, the
+    run's exit code: 130 after a Ctrl-C while landing, CRASHED when the landing could not be
+    made at all: an error undid it, or the copy is not the one the attempt began in)."""
     release(run)
     if attempt is None and not check and BEGUN.get(run):
         attempt = BEGUN[run][-1]  # without a check, the one attempt lands however it ended (not on Ctrl-C)
@@ -162,12 +165,12 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
     if attempt is None and not (run.is_dir() and any(path.name.startswith("attempt-") for path in run.iterdir())):
         shutil.rmtree(run, ignore_errors=True)
         return [], [], "no attempt began: the workspace is as it was", code
-    if code == 130 or (check and code != 0) or attempt is None:
-        what = "the run was interrupted" if code == 130 else "no attempt passed the check" if check else "the run failed"
+    if code in STOPPED or (check and code != 0) or attempt is None:
+        what = STOPPED.get(code) or ("no attempt passed the check" if check else "the run failed")
         return [], [], f"{what}: the workspace is as it was; the attempts' files are in {run}", code
     if not intact(attempt):
         return [], [f"(all changes): the run's copy {attempt.copy} vanished or was replaced while the run went on, "
-                    "so what it holds is not the run's work"], "nothing was applied: the workspace is as it was", code
+                    "so what it holds is not the run's work"], "nothing was applied: the workspace is as it was", CRASHED
     named = {str(path.relative_to(workspace)) for path in settings.named}
     try:
         plan = changes.plan(workspace, attempt.copy, attempt.start, named, attempt.only, attempt.left_out)
@@ -176,7 +179,7 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
         return [], [], f"interrupted while landing: nothing was applied; the run's files are in {run}", 130
     except OSError as error:
         return [], [f"(all changes): none applied, the workspace is as it was: an error ({error})"], \
-            f"the run's files are in {attempt.copy}", code
+            f"the run's files are in {attempt.copy}", CRASHED
     if plan.interrupted:
         return landed, refused, f"interrupted while landing, after all of it was applied; the run's files are kept " \
                                 f"in {run}", 130

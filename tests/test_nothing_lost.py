@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import changes
 import runs
 import sandbox
+import tools
 from fake_server import answer, call, interrupted, reply
 
 AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
@@ -129,8 +130,7 @@ def land_case(tmp_path: Path, initial: list, run_ops: list, user_ops: list) -> N
     after, theirs = snapshot(ws), snapshot(copy)
     done = {change.path for change in landed}
     named = refused_paths(refused)
-    assert not named & done
-    assert "(all changes)" not in named, refused  # one refusal never stops the rest: no error, no undo
+    assert not named & done  # (and apply raised no error: one refusal never stops the rest)
     # every byte of the user's that is not a landed change is as it was
     for path, was in before.items():
         if path not in done:
@@ -251,6 +251,17 @@ def test_a_long_name_and_a_file_turned_folder_land_beside_an_ordinary_change(run
 
 # --- the landing's own failures, on real files -----------------------------------------------
 
+def test_a_run_that_crashed_lands_nothing(tmp_path, workspace):
+    (workspace / "a.py").write_text("a = 1\n")
+    run = runs.folder(tmp_path / "runs", workspace)
+    attempt = runs.begin(workspace, run, 1)
+    (attempt.copy / "a.py").write_text("a = 2\n")
+    settings = tools.Settings(workspace=workspace)
+    landed, refused, where, code = runs.land(workspace, None, settings, runs.CRASHED, None, run)
+    assert (landed, code) == ([], runs.CRASHED) and "tooloop itself failed" in where
+    assert (workspace / "a.py").read_text() == "a = 1\n"
+
+
 def test_an_error_part_way_through_the_apply_undoes_every_step(tmp_path):
     ws, copy = tmp_path / "ws", tmp_path / "run" / "attempt-1"
     (ws / "old").mkdir(parents=True)
@@ -265,8 +276,8 @@ def test_an_error_part_way_through_the_apply_undoes_every_step(tmp_path):
     plan = changes.plan(ws, copy, began, set())
     (ws / "z.py").write_text("mine, made while landing\n")  # after the plan, before the apply
     before = snapshot(ws)
-    landed, refused = changes.apply(plan, copy, ws)
-    assert landed == [] and refused[-1].startswith("(all changes): the workspace is as it was, none applied")
+    with pytest.raises(FileExistsError):
+        changes.apply(plan, copy, ws)
     assert snapshot(ws) == before  # the deletion, the new folder and the changed file are all undone
     assert not (ws / "new").exists()
 
@@ -286,7 +297,7 @@ def test_a_run_folder_removed_mid_run_lands_nothing_and_no_tool_makes_it_again(r
     assert snapshot_bytes(workspace) == before  # on a32ed05: + CHANGELOG.md, - README.md, - app.py, - src/lib.py
     assert fake.requests[2]["messages"][-1]["content"].startswith("Error:")  # the write found no workspace
     assert not any(runs_folder.iterdir())  # nothing made the copy again
-    assert "not applied" in err and "vanished" in " ".join(err.split())
+    assert code == runs.CRASHED and "not applied" in err and "vanished" in " ".join(err.split())
 
 
 def test_a_live_runs_folder_is_never_pruned_by_the_runs_that_start_after_it(tmp_path, workspace):
