@@ -3,21 +3,18 @@
     python agent.py "Write primes.py that prints the primes below 50, and run it"
 
 `run` is the whole agent: send the conversation and the tool schemas to an OpenAI-compatible
-endpoint, append the reply as it came back, run each tool call it asks for through
-`tools.dispatch`, append the result, and repeat until the model answers without a call or the
-turn cap is hit: the article's loop, with the lesson's rules (the model only proposes; code
-validates and checks permissions; errors go back to the model as values; a hard cap). The
-rule covers the end of the run too: with `--check CMD`, the model's "done" is only a proposal,
-and the user's command decides (`run_check`); its failure goes back to the model with the files
-at stake (`check_failed`). Small local models need more, and that lives in aids.py, which the
-loop lets act at four named places (`aids.Hooks`); `--plain` switches every aid off.
+endpoint, append the reply as it came back, run each tool call it asks for through `tools.dispatch`,
+append the result, and repeat until the model answers without a call or the turn cap is hit: the
+article's loop, with the lesson's rules (the model only proposes; code validates and checks
+permissions; errors go back to the model as values; a hard cap). The rule covers the end too:
+with `--check CMD`, the model's "done" is only a proposal, and the user's command decides
+(`run_check`); its failure goes back to the model with the files at stake (`check_failed`). Small
+local models need more: aids.py, which the loop lets act at four named places (`aids.Hooks`);
+`--plain` switches every aid off.
 
-This file reads top to bottom: the loop (`run`), the one model call it makes (`model_caller`:
-the request, a retry after a parser error, compaction when the context is full, the accounting),
-then the check and the attempts (`attempts`: each a fresh copy of the workspace; the first
-whose check passes wins). The rest has rooms of its own: the command line (cli.py), the
-endpoint's stream (endpoint.py), the tools (tools.py), the screen (screen.py), the run's files
-on disk (runs.py, changes.py), transcripts (transcript.py).
+Read top to bottom: the loop (`run`), the one model call it makes (`model_caller`), then the
+check and the attempts (the first whose check passes wins). The command line (cli.py), the
+endpoint's stream (endpoint.py) and the run's files on disk (runs.py) have rooms of their own.
 
 Left out on purpose: running several tool calls at once, a chat REPL, memory between runs, and
 summarising old turns with the model (stubs are cheaper and predictable).
@@ -37,10 +34,8 @@ from screen import Streamed, asker, console, note, show_call, show_check, show_j
 from tools import TOOLS, Result, Settings, dispatch, parsed, redact, run_shell
 
 MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or a few recovered from text)
-# Qwen2.5's recommended sampling (the defaults of --temperature, --top-p). Greedy decoding
-# (temperature 0) makes a small model repeat the same wrong reply after every note. Each request's
-# seed is --seed plus the turn number: a run is repeatable on one machine and server build, and
-# another --seed samples another run.
+# Qwen2.5's recommended sampling: greedy decoding (temperature 0) makes a small model repeat the
+# same wrong reply after every note. Each request's seed is --seed plus the run's request count.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY_TOKENS, "seed": 0}
 CUT = Result(prompts.CUT_OFF, ok=False)
 TOO_MANY = Result(prompts.TOO_MANY_CALLS.format(most=MAX_CALLS), ok=False)
@@ -90,10 +85,9 @@ def run(task: str, call_model, settings: Settings, max_turns: int, hooks: aids.H
 
 
 def as_history(message, calls: list) -> dict:
-    """The assistant message for the history: exactly as returned, unless its calls were
-    recovered from text; then they are written as structured tool_calls (and the text, which
-    the server would otherwise render again beside them, is dropped), so every later request is
-    valid and shows the model what a proper call looks like."""
+    """The assistant message for the history: exactly as returned, unless its calls were recovered
+    from text; then they are structured tool_calls (the text, which the server would render again
+    beside them, dropped): every later request is valid and shows what a proper call looks like."""
     if message.tool_calls or not calls:
         return message.model_dump(exclude_none=True)
     return {"role": "assistant", "content": "", "tool_calls": [
@@ -103,16 +97,14 @@ def as_history(message, calls: list) -> dict:
 
 def named_files(settings: Settings) -> str:
     """The files the user named (--file), for the first message, in name order ("" if none)."""
-    root = settings.workspace.resolve()
-    paths = sorted(str(path.relative_to(root)) for path in settings.named)
+    paths = sorted(str(path.relative_to(settings.workspace.resolve())) for path in settings.named)
     return prompts.WITH_FILES.format(files=attached(paths, settings)) if paths else ""
 
 
 def attached(paths: list[str], settings: Settings) -> str:
-    """Files shown to the model in a message, each under its name, as read_file reads them (the
-    same permission checks and cap: a large file comes as its head, with how to read the rest).
-    A file shown whole counts as read, so write_file may replace it; a large one counts as read
-    in part (its head), as after a read_file of it."""
+    """Files shown to the model in a message, each under its name, as read_file reads them (the same
+    permission checks and cap: a large file comes as its head, with how to read the rest). A file
+    shown whole counts as read, so write_file may replace it; a large one as read in part (its head)."""
     shown = []
     for path in paths:
         text = dispatch("read_file", json.dumps({"path": path}), settings).text
@@ -168,15 +160,11 @@ def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bo
     """The request body of one turn. Only llama-server (known by its GET /props: endpoint.check_endpoint
     gave n_ctx) gets its own fields and the replies' reasoning_content back: OpenAI answers HTTP 400
     to a field it does not know, and DeepSeek to reasoning_content in a message."""
-    return dict(model=model, messages=messages if llama else [without_reasoning(m) for m in messages],
+    return dict(model=model, messages=messages if llama else [  # (what other servers take back)
+                    {k: v for k, v in m.items() if k != "reasoning_content"} for m in messages],
                 tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
                 **{**sampling, "seed": sampling["seed"] + turn}, stream=True, stream_options={"include_usage": True},
                 **({"timings_per_token": True} if llama else {}))
-
-
-def without_reasoning(message: dict) -> dict:
-    """An assistant message as a server other than llama-server takes it back: no reasoning_content."""
-    return {k: v for k, v in message.items() if k != "reasoning_content"}
 
 
 def account(totals: dict, response, started: float, log, turn: int) -> tuple[dict, float]:
@@ -194,12 +182,10 @@ def account(totals: dict, response, started: float, log, turn: int) -> tuple[dic
 
 
 def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
-    """Make room: replace the oldest tool results and written file bodies with short stubs; if
-    that is not enough, cut the middle out of the largest recent tool result (head and tail kept).
-
-    The system prompt and the task stay as they were. Returns False when nothing was left to
-    shrink. The only place history is ever rewritten (new dicts in place of old ones).
-    """
+    """Make room: replace the oldest tool results and written file bodies with short stubs, then cut
+    the middle out of the largest recent tool results (head and tail kept); the system prompt and
+    the task stay. False when nothing was left to shrink. The only place history is ever rewritten
+    (new dicts in place of old ones)."""
     total = sum(len(json.dumps(m)) for m in messages)
     # aim at 70% of the window, so the next few turns fit too; without numbers, free half
     want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
@@ -251,7 +237,7 @@ def run_check(command: str, settings: Settings, turn: int, log=lambda event, **d
     seen = {}
     if settings.original:
         copy = settings.workspace
-        view = checkview.for_check(settings.original, copy, checked(copy), command)
+        view = checkview.for_check(settings.original, copy, copy.with_name(copy.name + ".check"), command)
         settings, seen = replace(settings, workspace=view.path), {"seen": sorted(view.seen), "left_out": view.left_out}
         if view.left_out:
             note("check_view", "the check does not see these changes (they do not land): " + "; ".join(
@@ -261,11 +247,6 @@ def run_check(command: str, settings: Settings, turn: int, log=lambda event, **d
     show_check(command, result.text, result.ok)
     log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text, **seen)
     return result
-
-
-def checked(attempt: Path) -> Path:
-    """Where the copy that an attempt's check runs on lives: beside the attempt."""
-    return attempt.with_name(attempt.name + ".check")
 
 
 def check_failed(command: str, result: Result, settings: Settings) -> str:
@@ -324,8 +305,7 @@ def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check:
 
 
 def first_passing(tried) -> runs.Attempt:
-    """The first attempt whose check passed wins; when none did, the run ends with exit 6 and the
-    last attempt's answer."""
+    """The first attempt whose check passed wins; when none did, the last one, ending with exit 6."""
     for attempt in tried:
         if attempt.code == 0:
             attempt.passed = True

@@ -29,7 +29,7 @@ import redact
 import runs
 import sandbox
 import transcript
-from agent import MAX_CALLS, attempts, checked, model_caller
+from agent import MAX_CALLS, attempts, model_caller
 from endpoint import LONE, REPLY_CHARS, REPLY_SECONDS, Exit, check_endpoint, sender
 from screen import answer_on_terminal, asker, console, end_line, render, show_changes, show_end
 from tools import MAX_WRITE, Settings, dispatch, inside
