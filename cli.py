@@ -31,9 +31,8 @@ import sandbox
 import transcript
 from agent import MAX_CALLS, attempts, model_caller
 from endpoint import LONE, REPLY_CHARS, REPLY_SECONDS, Exit, check_endpoint, sender
-from screen import answer_on_terminal, asker, console, end_line, render, show_changes, show_end
+from screen import answer_on_terminal, asker, console, end_line, printable, render, show_changes, show_end
 from tools import MAX_WRITE, Settings, dispatch, inside
-from transcript import printable
 
 
 __version__ = "0.1.0"  # the same as pyproject.toml's (a test checks)

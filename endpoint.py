@@ -19,8 +19,8 @@ import time
 import openai
 from openai.types.chat import ChatCompletion
 
-from screen import console
-from transcript import listed, printable, shown
+from screen import console, printable
+from transcript import listed, shown
 
 EXTRAS = ("timings_per_token",)  # llama-server's own request fields, sent through the client's extra_body
 MAX_REPLY_TOKENS = 1024  # one reply: a small file in a write_file call fits; a longer reply is rambling

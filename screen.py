@@ -1,8 +1,8 @@
 """What a person watching a run sees: every message as it happens, on stderr.
 
-Text from the model, tools, files or the server always goes through transcript.printable (no
-escape sequence reaches the terminal) and is printed as rich Text, never as markup. stdout gets
-only the final answer (agent.main prints it), so `python agent.py "task" > answer.txt` works;
+Text from the model, tools, files or the server always goes through `printable` (no escape
+sequence reaches the terminal) and is printed as rich Text, never as markup. stdout gets
+only the final answer (cli.main prints it), so `python agent.py "task" > answer.txt` works;
 on a terminal the answer is shown once, formatted (answer_on_terminal). NO_COLOR=1 turns colour
 off (rich reads it).
 """
@@ -10,7 +10,9 @@ off (rich reads it).
 import difflib
 import json
 import os
+import re
 import sys
+import unicodedata
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
@@ -21,11 +23,23 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
 
+from redact import redact
 from tools import Result, parsed
-from transcript import printable
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # a line is never broken: logs grep well
 SCREEN_LINES = 12  # lines of a tool result shown on screen (the model always gets all of it)
+
+UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
+ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
+
+
+def printable(text: str) -> str:
+    """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
+    be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
+    around), each escaped as Python writes it, and no credential (redact.py). All printed text not
+    written here goes through it."""
+    text = redact(text.encode("utf-8", errors="replace").decode("utf-8"))
+    return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
 
 
 def note(kind: str, text: str, log=lambda event, **data: None, **details) -> None:

@@ -19,6 +19,9 @@ A run's events, in order:
         after commands (files planted for host tools, setuid bits), when there was any
     {"event": "end", "exit_code": 0, "answer": ..., "totals": {...}}
 
+Every event of an attempt (request, response, tool, check, note) also carries "attempt": n, and
+its "turn" counts that attempt's model calls; start, changes, removed and end are the run's.
+
 Each line is flushed before the run goes on, so a crash or Ctrl-C loses nothing already done,
 and every string in it passes the secret filter first (redact.py), so the API key, the base
 URL's password and any credential a tool showed never land here. A name already taken by anything but a regular
@@ -33,26 +36,12 @@ import os
 import re
 import stat
 import time
-import unicodedata
 import urllib.parse
 from pathlib import Path
 
 from openai.types.chat import ChatCompletion
 
-from redact import everywhere, redact
-
-
-UNSAFE = re.compile(r"[^\t\n\x20-\x7e]")  # all but tab, newline and plain ASCII: looked at one by one
-ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # of those: controls, format characters (U+200B, U+202E), line breaks
-
-
-def printable(text: str) -> str:
-    """Text from the model, tools, files or the server, safe for a terminal: no lone surrogates (cannot
-    be encoded), control characters (ESC[8m hides text) or format characters (U+202E turns a line
-    around), each escaped as Python writes it, and no credential (redact.py). All printed text not
-    written here goes through it."""
-    text = redact(text.encode("utf-8", errors="replace").decode("utf-8"))
-    return UNSAFE.sub(lambda m: ascii(m[0])[1:-1] if unicodedata.category(m[0]) in ESCAPED else m[0], text)
+from redact import everywhere
 
 
 # What str.splitlines() takes for a line break and JSON leaves as it is (it escapes all below U+0020)
