@@ -146,8 +146,8 @@ def untouched(info: os.stat_result, rel: str, began: Start) -> bool:
 
 
 def recalled(attempt: Path) -> Start | None:
-    """The start that take() kept for this attempt (or its check view), if any."""
-    kept = attempt.with_name(attempt.name.removesuffix(".check") + ".json")
+    """The start that take() kept for this attempt's copy, if any."""
+    kept = attempt.with_name(attempt.name + ".json")
     if not kept.is_file():
         return None
     data = json.loads(kept.read_text())
@@ -168,13 +168,6 @@ def changed(copy: Path, began: Start) -> list[Change]:
         elif stamp(after[path]) != began.files[path]:
             found.append(Change(path, "changed"))
     return found
-
-
-def diff(workspace: Path, attempt: Path) -> list[Change]:
-    """What the attempt changed that differs from the workspace now (the check's view asks this)."""
-    began = recalled(attempt) or Start({path: stamp(info) for path, info in walk(workspace)[0].items()})
-    return [change for change in changed(attempt, began)
-            if not (change.kind == "changed" and same(workspace / change.path, attempt / change.path))]
 
 
 # --- comparing files, in blocks ---------------------------------------------------------------

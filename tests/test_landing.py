@@ -5,7 +5,8 @@ Each case builds a real workspace and its copy under tmp_path (a real venv, real
 repositories and worktrees, native code copied from /bin/true or built by gcc), changes the
 copy as a command would, and asks landing() about each change. Where git can say where it runs
 hooks from (`git rev-parse --git-path hooks`), the test asks git too: the reference.
-tests/test_adversarial.py drives the same rule through the whole agent.
+tests/test_adversarial.py drives the same rule through the whole agent; tests/test_nothing_lost.py
+drives the whole landing (changes.plan, changes.apply) against a reference, and through the agent.
 """
 
 import os
