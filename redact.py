@@ -26,7 +26,7 @@ import re
 import urllib.parse
 
 MARK = "[redacted]"
-KEYWORDS = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|secret[_-]?key|client[_-]?secret|token|auth[_-]?token|"
+KEYWORDS = (r"(?:pass(?:word|wd|phrase)?|secret|secret[_-]?key|client[_-]?secret|token|auth[_-]?token|"
             r"access[_-]?token|refresh[_-]?token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|_auth)")
 END = r"""(?=[\s,;"'`<>]|$)"""  # where a bare value ends
 VALUE = (r"""(?:"[^"\s\\]{6,}"|'[^'\s\\]{6,}'"""  # a quoted literal, or a bare one that is not a name:

@@ -94,6 +94,8 @@ see = "https://example.org/a@b and mail me@example.org, git@github.com:org/repo.
 
 def test_ordinary_code_passes_unchanged():
     assert redact.redact(ORDINARY) == ORDINARY
+    environment = "PWD=/home/me/proj\nHOME=/tmp\nTOKENIZERS_PARALLELISM=false\n"  # `env` in the sandbox
+    assert redact.redact(environment) == environment
 
 
 def test_every_string_of_a_json_value_is_filtered():
