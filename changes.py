@@ -260,18 +260,20 @@ def plan(workspace: Path, copy: Path, began: Start, named: set[str], only: set[s
             refused.append(f"{rel}: you {what} it in the workspace while the run went on{mine}")
             continue
         if change.kind == "created" and info is not None:
-            if not stat.S_ISDIR(info.st_mode):
-                refused.append(f"{rel}: you created it in the workspace while the run went on{mine}")
+            if not stat.S_ISDIR(info.st_mode) or rel not in began.folders:
+                what = "the folder " + rel + "/" if stat.S_ISDIR(info.st_mode) else "it"
+                refused.append(f"{rel}: you created {what} in the workspace while the run went on{mine}")
                 continue
-            if unseen := unseen_in(workspace, rel, began, gone):
+            if unseen := unseen_in(workspace, rel, gone, began.folders):
                 refused.append(f"{rel}: the folder {rel}/ in the workspace holds {unseen}, which the run did not "
                                f"see: it is not removed{mine}")
                 continue
-            emptied += folders_in(workspace, rel)
         if blocked := next((p for p in parents(rel) if (i := lstat(workspace / p)) and not stat.S_ISDIR(i.st_mode)
                             and p not in gone), None):
             refused.append(f"{rel}: {blocked} is a file in the workspace, not a folder{mine}")
             continue
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            emptied += folders_in(workspace, rel)  # a folder the run saw, empty once the plan's deletions are made
         if change.kind == "created":
             change.added = lines(copy / rel)
         else:
@@ -295,18 +297,16 @@ def parents(rel: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def unseen_in(workspace: Path, rel: str, began: Start, gone: set[str]) -> str | None:
+def unseen_in(workspace: Path, rel: str, gone: set[str], folders: set[str]) -> str | None:
     """What in the workspace's folder `rel` a run replacing it would remove without having seen it:
     anything but the files the plan deletes and the folders the run began with (None: nothing)."""
-    if rel not in began.folders:
-        return "everything in it (you created the folder while the run went on)"
     for folder, dirs, names in os.walk(workspace / rel):  # never follows a link
         here = os.path.relpath(folder, workspace).replace(os.sep, "/")
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             if f"{here}/{name}" not in gone:
                 return f"{here}/{name}"
         for name in dirs:
-            if f"{here}/{name}" not in began.folders:
+            if f"{here}/{name}" not in folders:
                 return f"{here}/{name}/"
     return None
 

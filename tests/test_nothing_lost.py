@@ -49,6 +49,7 @@ texts = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=
 contents = st.one_of(texts, texts, texts, st.just(b"\0\x01binary\xff"))
 modes = st.sampled_from([0o644, 0o644, 0o644, 0o755])
 writes = st.tuples(st.just("write"), paths, contents, modes)
+SECRET = ("write", "conf/.env", b"API_KEY=1\n", 0o600)  # in every workspace: a secret in a folder, never copied
 ops = st.one_of(  # mostly what a command does most: write files, and delete them
     writes, writes, writes, writes,
     st.tuples(st.just("delete"), paths), st.tuples(st.just("delete"), paths),
@@ -152,7 +153,8 @@ def land_case(tmp_path: Path, initial: list, run_ops: list, user_ops: list) -> N
 
 
 @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(initial=st.lists(writes, max_size=8), run_ops=st.lists(ops, max_size=8), user_ops=st.lists(ops, max_size=4))
+@given(initial=st.lists(writes, max_size=8).map(lambda ops: [SECRET, *ops]), run_ops=st.lists(ops, max_size=8),
+       user_ops=st.lists(ops, max_size=4))
 def test_a_run_lands_its_changes_or_names_them_and_never_loses_a_user_byte(tmp_path_factory, initial, run_ops,
                                                                            user_ops):
     land_case(tmp_path_factory.mktemp("case"), initial, run_ops, user_ops)
@@ -221,7 +223,7 @@ def test_a_folder_the_user_creates_while_the_run_writes_a_file_there_is_kept(run
     assert code == 0
     assert (workspace / "notes" / "todo.md").read_text() == "- call Ann\n"
     assert (workspace / "ok.txt").read_text() == "ok\n"
-    assert "not applied: notes: the folder notes/ in the workspace holds everything in it (you created the folder" in err
+    assert "not applied: notes: you created the folder notes/ in the workspace while the run went on" in err
 
 
 def test_a_file_the_user_edits_while_the_run_changes_it_is_not_overwritten(run_agent, fake, workspace):
