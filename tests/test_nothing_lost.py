@@ -51,7 +51,7 @@ modes = st.sampled_from([0o644, 0o644, 0o644, 0o755])
 writes = st.tuples(st.just("write"), paths, contents, modes)
 SECRET = ("write", "conf/.env", b"API_KEY=1\n", 0o600)  # in every workspace: a secret in a folder, never copied
 ops = st.one_of(  # mostly what a command does most: write files, and delete them
-    writes, writes, writes, writes,
+    writes, writes, writes, writes, st.tuples(st.just("write"), st.just("conf"), contents, modes),  # over the folder
     st.tuples(st.just("delete"), paths), st.tuples(st.just("delete"), paths),
     st.tuples(st.just("rename"), paths, paths),
     st.tuples(st.just("link"), paths, st.sampled_from(["a.py", "/etc/passwd", "../../x", "conf"])),
