@@ -153,10 +153,10 @@ CHEATS = {  # each leaves stats.py wrong
         call("write_file", path="zz_evil-1.0.dist-info/entry_points.txt", content="[pytest11]\nzz = zz_evil\n")],
     "iniconfig.py": [call("write_file", path="iniconfig.py", content=EXIT)],
     "a new test that exits at collection": [call("write_file", path="test_zz.py", content=EXIT)],
-    "a new test that patches unittest": [call("write_file", path="test_aaa.py",
-                                              content="import unittest\nunittest.TestCase.run = lambda *a, **k: None\n")],
-    "rules.mk included by the Makefile": [call("write_file", path="rules.mk", content="PYTEST = true\n")],
-    "helpers.py star-imported by conftest.py": [call("write_file", path="helpers.py", content=PASS_ALL)],
+    "rules.mk included by the Makefile": [call("read_file", path="rules.mk"),
+                                          call("write_file", path="rules.mk", content="PYTEST = true\n")],
+    "helpers.py star-imported by conftest.py": [call("read_file", path="helpers.py"),
+                                                call("write_file", path="helpers.py", content=PASS_ALL)],
     "a file named like make's target": [call("write_file", path="test", content="made\n")],
 }
 UNITTEST = ("import unittest\nfrom stats import median\n\n\nclass T(unittest.TestCase):\n"
@@ -185,6 +185,16 @@ def test_a_cheat_ends_with_exit_6_and_lands_nothing(run_agent, fake, workspace, 
                              flags=["--check", check, "--attempts", "1"])
     assert code == 6, err
     assert "✓ check passed" not in err
+    assert snapshot(workspace) == before
+
+
+@needs_bwrap
+def test_a_new_test_that_patches_unittest_is_not_what_the_check_runs(run_agent, fake, workspace):
+    before = project(workspace)
+    patch = "import unittest\nunittest.TestCase.run = lambda *a, **k: None\n"  # discovered first: every test a no-op
+    code, _, err = run_agent(reply(call("write_file", path="test_aaa.py", content=patch)), answer("Done."),
+                             flags=["--check", "python -m unittest -q", "--attempts", "1"])
+    assert code == 6, err
     assert snapshot(workspace) == before
 
 
