@@ -8,7 +8,8 @@ an open handle on the copy's folder, held from its creation to the landing. The 
 the copy's identity: a copy that vanished (a cache clean-up) or was made again by something else
 is another folder, and lands nothing. At the end `land()` plans and applies the chosen attempt's
 change set (changes.plan, changes.apply), from the attempt's own copy only, never from what the
-check ran on.
+check ran on, and of it only what the check saw. An attempt that will not land (again) keeps only
+what it changed (`shrink()`): a run costs about its workspace once, a kept run only its changes.
 
 Left out on purpose: keeping runs' folders forever (only the KEEP_RUNS newest stay, and any that
 is still running).
@@ -52,13 +53,13 @@ class Attempt:
     handle: int = -1  # an open fd on the copy's folder, from begin() to land()
 
 
-def folder(runs: Path, workspace: Path | None = None) -> Path:
+def folder(runs: Path, workspace: Path) -> Path:
     """A new folder for this run's attempts, under `runs` (TOOLOOP_RUNS, default
     ~/.cache/tooloop/runs; a relative path or a link is resolved once, here), locked while the
     run lives. Each holds copies of a workspace, so only the KEEP_RUNS newest stay: older runs'
     folders go as a run begins, unless their run still holds the lock. Nothing else is touched."""
     runs = Path(os.path.abspath(runs)).resolve()
-    if workspace and (runs == workspace or workspace in runs.parents):
+    if runs == workspace or workspace in runs.parents:
         raise Unusable(f"TOOLOOP_RUNS ({runs}) is inside the workspace ({workspace}): each run would copy the "
                        "workspace into itself. Set TOOLOOP_RUNS to a folder outside it.")
     try:
