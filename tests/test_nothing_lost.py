@@ -434,3 +434,24 @@ def test_a_folder_turned_into_a_file_under_a_check_lands_whole(run_agent, fake, 
     assert code == 0, err  # on a32ed05: a traceback, recorded as exit 130
     assert (workspace / "conf").read_text() == "DEBUG = True\n"
     assert "not applied" not in err and "- deleted conf/settings.py" in err and "+ created conf" in err
+
+
+@needs_bwrap
+def test_what_the_check_writes_never_lands(run_agent, fake, workspace):
+    (workspace / "main.py").write_text("x = 1\n")
+    code, _, err = run_agent(reply(call("run_shell", command="printf 'x = 2\\n' > main.py")), answer("Done."),
+                             flags=["--check", "grep -q 'x = 2' main.py && echo passed > report.txt && mkdir -p "
+                                    ".pytest_cache/v && echo '{}' > .pytest_cache/v/lastfailed", "--attempts", "1"])
+    assert code == 0, err
+    assert (workspace / "main.py").read_text() == "x = 2\n"
+    assert not (workspace / "report.txt").exists() and not (workspace / ".pytest_cache").exists()
+
+
+@needs_bwrap
+def test_a_run_folder_removed_mid_run_with_no_write_after_is_no_traceback(run_agent, fake, workspace, runs_folder):
+    (workspace / "app.py").write_text("x = 1\n")
+    clean_up = lambda: [shutil.rmtree(run) for run in runs_folder.iterdir()]  # noqa: E731
+    code, _, err = run_agent(reply(call("run_shell", command="printf 'x = 2\\n' > app.py")),
+                             then(clean_up, answer("Done.")))
+    assert code == runs.CRASHED and "Traceback" not in err  # on a32ed05: a traceback, exit 1
+    assert (workspace / "app.py").read_text() == "x = 1\n"
