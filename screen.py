@@ -63,7 +63,7 @@ def show_reply(message) -> None:
 
 class Streamed:
     """The reply on screen as it streams: a spinner (on a terminal) until the first piece, then
-    each piece as it arrives. agent.assemble calls it with (kind, piece)."""
+    each piece as it arrives. endpoint.assemble calls it with (kind, piece)."""
 
     def __init__(self):
         self.kind = None
@@ -165,7 +165,7 @@ def grouped(refused: list[str]) -> list[str]:
 
 
 def answer_on_terminal() -> bool:
-    """Whether show_end's answer is on the terminal that stdout shows too: then agent.main does
+    """Whether show_end's answer is on the terminal that stdout shows too: then cli.main does
     not print it again. (Piped, or with --quiet, stdout gets the answer, plain, for scripts.)"""
     return sys.stdout.isatty() and sys.stderr.isatty() and not console.quiet
 
