@@ -33,7 +33,7 @@ from typing import Callable
 
 import protect
 import sandbox
-from redact import redact  # the one secret filter: every result passes it in dispatch
+from redact import MARK, redact  # the one secret filter: every result passes it in dispatch
 
 READ_CAP = 6_000  # bytes of a file handed to the model in one read: 1,500-3,500 tokens that every later request carries
 OUTPUT_CAP = 4_000  # bytes kept from the head and from the tail of each shell stream
@@ -266,6 +266,9 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
         again = "make the edit again" if old is not None else "write the whole file again"
         raise Refused(f"the new content is not valid Python ({broken}), so {path} was left as it was; "
                       f"{again} with the error fixed")
+    if after.count(MARK) > (before or "").count(MARK):  # a hidden credential must not be written back as the mark
+        raise Refused(f"the new content holds {MARK}, which stands for a credential hidden from you: {path} was "
+                      f"left as it was; change only the lines around it (with old), so the credential stays")
     if after == before:
         return f"{path} already holds exactly this content: nothing changed"
     if not settings.workspace.is_dir():  # the run's copy vanished: never made again here (runs.intact)

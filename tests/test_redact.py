@@ -139,3 +139,20 @@ def test_a_token_in_git_config_reaches_neither_the_model_nor_the_transcript(run_
     results = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool"]
     assert all("extraheader = AUTHORIZATION: basic [redacted]" in result for result in results[:2])
     assert "-----BEGIN OPENSSH PRIVATE KEY-----[redacted]-----END OPENSSH PRIVATE KEY-----" in results[2]
+
+
+def test_a_hidden_credential_is_never_written_back_as_the_mark(run_agent, fake, workspace):
+    """The model sees `SECRET_KEY = "[redacted]"`; writing the file back whole would replace the
+    key with the mark. It is refused, and an edit of the other lines keeps the key."""
+    settings = 'SECRET_KEY = "django-insecure-0123456789"\nDEBUG = True\n'
+    (workspace / "settings.py").write_text(settings)
+    code, _, _ = run_agent(reply(call("read_file", path="settings.py")),
+                           reply(call("write_file", path="settings.py",
+                                      content='SECRET_KEY = "[redacted]"\nDEBUG = False\n')),
+                           reply(call("write_file", path="settings.py", old="DEBUG = True", content="DEBUG = False")),
+                           answer("done"))
+    assert code == 0
+    results = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0] == 'SECRET_KEY = "[redacted]"\nDEBUG = True\n'
+    assert results[1].startswith("Error: ") and "stands for a credential hidden from you" in results[1]
+    assert (workspace / "settings.py").read_text() == 'SECRET_KEY = "django-insecure-0123456789"\nDEBUG = False\n'
