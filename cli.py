@@ -73,9 +73,13 @@ def text(value: str) -> str:
 
 def count(value: str) -> int:
     """A whole number above 0 (a cap, a limit, a number of tries)."""
-    if not value.strip().isdigit() or int(value) < 1:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
         raise ValueError("must be a whole number above 0")
-    return int(value)
+    return n
 
 
 def integer(value: str) -> int:

@@ -10,6 +10,7 @@ against the scripted fake server.
 
 import io
 import json
+import math
 import os
 import re
 import subprocess
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import cli
 from fake_server import FakeServer, answer, call, reply
@@ -125,6 +128,29 @@ def test_the_setting_comes_from_the_flag_then_the_environment_then_tooloops_env_
     run_agent(answer("one"), flags=["--plain", "--temperature", "0.2"])
     sent = fake.requests[0]
     assert (sent["seed"], sent["top_p"], sent["temperature"]) == (101, 0.6, 0.2)
+
+
+@given(st.one_of(st.text(), st.from_regex(r"\s*[-+]?\d*\.?\d*(e[-+]?\d+)?\s*", fullmatch=True),
+                 st.sampled_from(["nan", "inf", "-inf", "1e308", "1_000", "²", "٣", "0x10"])))
+def test_every_reader_takes_any_text_and_gives_a_bounded_value_or_says_why(value):
+    """Whatever a flag, the environment or a .env holds: a value in the option's range, or
+    ValueError (one line, exit 2), never another exception. The reference: Python's own int/float."""
+    for option in cli.OPTIONS:
+        if option.read in (bool, list):
+            continue
+        try:
+            got = option.read(value)
+        except ValueError as why:
+            assert str(why).startswith("must be "), (option.name, value, why)
+            continue
+        if option.read is cli.count:
+            assert got == int(value) >= 1
+        elif isinstance(got, float):
+            assert math.isfinite(got) and got == float(value) and got >= 0
+        elif option.read is cli.integer:
+            assert got == int(value)
+        else:
+            assert got == value
 
 
 # --- a project's .env is data ---------------------------------------------------------------------
