@@ -237,7 +237,7 @@ def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             parser.error(f"--{name}: {getattr(args, name)} is not a tooloop transcript: {error}")
         if name == "replay" and events and not any(event["event"] == "response" for event in events):
             parser.error(f"--replay: {args.replay} holds no model reply to replay")
-    if why := unusable_workspace(Path(args.workspace)):
+    if not args.render and (why := unusable_workspace(Path(args.workspace))):  # (--render touches none)
         parser.error(why)
     if args.quiet and args.approval == "ask":  # the question would be hidden, its answer still read
         parser.error("--quiet hides the questions of --approval ask: use one or the other")

@@ -252,6 +252,12 @@ def test_a_system_folder_is_no_workspace(fake, capsys):
     assert fake.requests == [] and fake.gets == []
 
 
+def test_render_needs_no_workspace(run_agent, workspace, capsys):
+    run_agent(answer("done"), flags=["--plain"])
+    log = str(workspace.parent / "transcript.jsonl")
+    assert cli.main(["--render", log, "--workspace", "/usr/share"]) == 0  # (it reads a file, and touches none)
+
+
 def test_a_folder_too_large_to_scan_is_no_workspace(fake, tmp_path, capsys):
     big = tmp_path / "big"
     for n in range(cli.protect.MAX_ENTRIES // 1000 + 1):  # (hard links: five times faster to make than files)
