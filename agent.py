@@ -31,7 +31,7 @@ import prompts
 import runs
 from endpoint import MAX_REPLY_TOKENS, ContextOverflow, Exit, ParserError
 from screen import Streamed, asker, console, note, show_call, show_check, show_json, show_reply, show_result, show_usage
-from tools import TOOLS, Result, Settings, dispatch, parsed, redact, run_shell
+from tools import TOOLS, Result, RunState, Settings, dispatch, parsed, redact, run_shell
 
 MAX_CALLS = 10  # calls one reply may make (parallel_tool_calls is off: one, or a few recovered from text)
 # Qwen2.5's recommended sampling: greedy decoding (temperature 0) makes a small model repeat the
@@ -259,10 +259,10 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
     still in the history, a small model answers the failed check with that claim again, word for
     word; started again from the task, it has no claim to repeat, only the code and the failure."""
     root = settings.workspace.resolve()
-    paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.written if p.is_file())
+    paths = sorted(str(p.relative_to(root)) for p in settings.named | settings.state.written if p.is_file())
     # subtle: what the model read in the discarded conversation it no longer sees, so it counts as
     # unread again; the files shown whole below (named, written) count as read once more
-    settings.seen.clear()
+    settings.state.seen.clear()
     output = result.text if len(result.text) <= CHECK_OUTPUT else (
         result.text[:CHECK_OUTPUT // 2] + prompts.SHORTENED.format(cut=len(result.text) - CHECK_OUTPUT)
         + result.text[-CHECK_OUTPUT // 2:])
@@ -291,9 +291,9 @@ def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check:
         copy = began.copy
         if began.unread:
             note("not_copied", "cannot be read, so not in the attempt's copy: " + ", ".join(began.unread), logged)
-        here = replace(settings, workspace=copy, original=settings.workspace, seen=set(), parts={}, written=set(),
-                       named={copy / path.relative_to(settings.workspace) for path in settings.named},
-                       approve=settings.approve and asker(copy))  # the diff shown is of the file really written
+        here = replace(settings, workspace=copy, original=settings.workspace,  # a fresh state for the attempt
+                       named=frozenset(copy / path.relative_to(settings.workspace) for path in settings.named),
+                       state=RunState(removed=settings.state.removed), approve=settings.approve and asker(copy))
         if check:
             note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
                  logged, n=n, workspace=str(copy))

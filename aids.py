@@ -104,7 +104,7 @@ def written(text: str, settings: Settings, calls: list, whole: bool) -> tuple[li
     """recover.recover_all on a reply, knowing what the run has seen. `whole`: the reply has
     ended, and not at the token limit (a call may then run to its end)."""
     workspace = settings.workspace.resolve()
-    known = [str(path.relative_to(workspace)) for path in settings.seen if path.suffix == ".py"]
+    known = [str(path.relative_to(workspace)) for path in settings.state.seen if path.suffix == ".py"]
     return recover_all(text, PARAMETERS, lambda path: current_text(path, settings), ran_unchanged(calls), known, whole)
 
 

@@ -17,7 +17,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -403,8 +403,8 @@ def session(argv: list[str] | None = None) -> int:
             console.print(Text(printable(f"error: --file {path}: {result.text.removeprefix('Error: ')}"),
                                style="bold red"))
             return 2
-        settings.named.add(inside(path, settings))
         files[i] = str(inside(path, settings).relative_to(workspace))
+    settings = replace(settings, named=frozenset(workspace / path for path in files))  # (frozen from here on)
     path = args.transcript or transcript.fresh(workspace / ".tooloop")  # never one another run writes to
     try:
         log = (lambda event, **data: None) if path == "off" else transcript.writer(Path(path), secrets,
@@ -458,8 +458,8 @@ def session(argv: list[str] | None = None) -> int:
         landed, refused, where, code = runs.land(workspace, chosen, settings, code, check, folder)
         landed = [vars(change) for change in landed]
         log("changes", landed=landed, refused=refused, where=where)
-        if settings.removed:
-            log("removed", removed=settings.removed)
+        if settings.state.removed:
+            log("removed", removed=settings.state.removed)
         log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"))
     if args.replay:
         for line in compare.divergences:
@@ -467,10 +467,10 @@ def session(argv: list[str] | None = None) -> int:
         console.print(f"replay: {len(compare.divergences)} divergence(s) from the recording", style="bold")
     show_changes(landed, refused, where)
     show_end(code, answer, end_line(code, EXIT_CODES.get(code, "?"), landed, check, chosen and chosen.number, tries))
-    if settings.removed:  # what commands left for host tools to run: shown whatever --quiet says
+    if settings.state.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "
-                                                  "tools to run:", *settings.removed])), style="bold yellow"))
+                                                  "tools to run:", *settings.state.removed])), style="bold yellow"))
     if code == 0 and not answer_on_terminal():  # piped, stdout gets the answer plain, for scripts
         print(printable(answer))
     return code

@@ -92,22 +92,27 @@ TOOLS = [
 
 
 @dataclass
-class Settings:
-    """What the tools may touch and how. Built once per run by agent.py."""
+class RunState:
+    """What an attempt's tool calls did that later calls depend on: its state, apart from the settings."""
+    seen: set[Path] = field(default_factory=set)  # files read whole or written in this attempt
+    parts: dict[Path, set[int]] = field(default_factory=dict)  # line numbers shown of files read in parts
+    written: set[Path] = field(default_factory=set)  # files written in this attempt (a failed check shows them)
+    removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
 
+
+@dataclass(frozen=True)
+class Settings:
+    """What the tools may touch and how: set from the command line (cli.py), then never changed."""
     workspace: Path
     timeout: float = 60.0  # seconds for one shell command
     approval: str = "auto"  # "auto" | "ask" | "read-only"
     sandbox: bool = True  # False only with --unsafe-no-sandbox
     approve: Callable[[str, dict], bool] | None = None  # asks the user, in "ask" mode
     secrets: list[str] = field(default_factory=list)  # never shown to the model
-    seen: set[Path] = field(default_factory=set)  # files read whole or written in this run
-    parts: dict[Path, set[int]] = field(default_factory=dict)  # line numbers shown of files read in parts
-    written: set[Path] = field(default_factory=set)  # files written in this run (a failed check shows them)
-    named: set[Path] = field(default_factory=set)  # files the user named with --file
-    removed: list[str] = field(default_factory=list)  # what tooloop undid after commands, for the user
+    named: frozenset[Path] = frozenset()  # files the user named with --file
     original: Path | None = None  # the user's workspace, when `workspace` is an attempt's copy of it
     max_write: int = MAX_WRITE  # bytes one write_file may write
+    state: RunState = field(default_factory=RunState)  # what the attempt's calls did so far
 
 
 @dataclass
@@ -171,7 +176,7 @@ def read_file(path: str, start: int = 1, lines: int | None = None, *, settings: 
 
     Lines are not numbered: the model copies what it sees into write_file's `old`, and a number
     there would not match. A line longer than READ_CAP is shown cut, and never counts as read.
-    A file is read whole once every line was shown, in one read or in several (settings.parts).
+    A file is read whole once every line was shown, in one read or in several (settings.state.parts).
     """
     if start < 1 or (lines is not None and lines < 1):
         raise ValueError("start and lines must be 1 or more")
@@ -196,12 +201,12 @@ def read_file(path: str, start: int = 1, lines: int | None = None, *, settings: 
     text = b"".join(piece for _, piece in shown).decode("utf-8", errors="replace")
     first, last = (shown[0][0], shown[-1][0]) if shown else (1, 0)
     if first == 1 and last == total and not cut:
-        settings.seen.add(target)  # seen whole: write_file may now replace it
+        settings.state.seen.add(target)  # seen whole: write_file may now replace it
         return text
-    read = settings.parts.setdefault(target, set())
+    read = settings.state.parts.setdefault(target, set())
     read.update(n for n, _ in shown if n not in cut)
     if len(read) >= total and all(n in read for n in range(1, total + 1)):  # every line, in parts: as good as whole
-        settings.seen.add(target)
+        settings.state.seen.add(target)
     said = f"[lines {first}-{last} of {total} in {path}"
     said += f"; line {', '.join(map(str, cut))} is cut at {READ_CAP} bytes" if cut else ""
     said += f". To read on: read_file with start={last + 1}." if last < total else " (the end)."
@@ -254,7 +259,7 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
     content.encode()  # a lone surrogate from the model fails here, before anything is written
     if old is not None:
         after, said = edited(path, before, old, content)
-    elif before is not None and target not in settings.seen:
+    elif before is not None and target not in settings.state.seen:
         raise Refused(unread(path, target, before, settings))  # a blind overwrite loses what it did not see
     else:
         after = content
@@ -288,9 +293,9 @@ def write_file(path: str, content: str, old: str | None = None, *, settings: Set
         os.unlink(tmp)
         raise
     if old is None:
-        settings.seen.add(target)
-    settings.parts.pop(target, None)  # after an edit, the line numbers read have moved
-    settings.written.add(target)
+        settings.state.seen.add(target)
+    settings.state.parts.pop(target, None)  # after an edit, the line numbers read have moved
+    settings.state.written.add(target)
     return said
 
 
@@ -340,7 +345,7 @@ def nearest(text: str, old: str) -> str:
 
 def unread(path: str, target: Path, text: str, settings: Settings) -> str:
     """Why a whole write of `path` is refused: it was not read, or only in part (and then how to go on)."""
-    read = settings.parts.get(target)
+    read = settings.state.parts.get(target)
     if read is None:
         return f"{path!r} exists and you have not read it yet: read_file it first, then write its whole new content"
     total = count_lines(text)
@@ -386,7 +391,7 @@ def run_shell(command: str, *, settings: Settings) -> Result:
     try:
         out, err, timed_out = collect(proc, settings.timeout, held)
     finally:  # a Ctrl-C too leaves nothing planted for host tools
-        cleaned = protect.clean(cwd, before, settings.removed, command) if before else []
+        cleaned = protect.clean(cwd, before, settings.state.removed, command) if before else []
     parts = [f"timed out after {settings.timeout:g} s; the command and its children were killed"
              if timed_out else f"exit code: {proc.returncode}"]
     for name, data in (("stdout", out), ("stderr", err)):

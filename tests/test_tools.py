@@ -1,5 +1,5 @@
 """protect.py's rules, called directly: which names count, how .git/config's core.hooksPath is read,
-and what tools.run_shell records in Settings.removed for the user.
+and what tools.run_shell records in Settings.state.removed for the user.
 
 The adversarial suite (tests/test_adversarial.py) drives the same rules through the whole agent;
 these cases pin the details it does not reach: config spellings, templates, entries for the user.
@@ -85,11 +85,11 @@ def test_removals_are_recorded_for_the_user(tmp_path):
     result = tools.dispatch("run_shell", json.dumps({"command": command}), settings)
     assert result.text == ("exit code: 0\n--- stdout ---\nok\n\ntooloop removed what this command created where "
                            "host tools would run it: .bashrc, sub/.git/ (commands may not plant these)")
-    assert settings.removed == [f"removed .bashrc, made by the command: {command}",
+    assert settings.state.removed == [f"removed .bashrc, made by the command: {command}",
                                 f"removed sub/.git/, made by the command: {command}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
     again = tools.dispatch("run_shell", json.dumps({"command": "ls -A sub"}), settings)
-    assert again.text == "exit code: 0" and len(settings.removed) == 2  # nothing new: nothing said
+    assert again.text == "exit code: 0" and len(settings.state.removed) == 2  # nothing new: nothing said
 
 
 @pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is missing or does not work here")
@@ -114,7 +114,7 @@ def test_a_ctrl_c_during_a_command_still_removes_what_it_planted(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         tools.run_shell("git init -q . && sleep 60", settings=settings)
     assert list(tmp_path.iterdir()) == []
-    assert settings.removed == ["removed .git/, made by the command: git init -q . && sleep 60"]
+    assert settings.state.removed == ["removed .git/, made by the command: git init -q . && sleep 60"]
 
 
 def test_syntax_error_says_why_for_sources_too_deep_to_compile():
