@@ -85,9 +85,8 @@ def run(task: str, call_model, settings: Settings, max_turns: int, hooks: aids.H
 
 
 def as_history(message, calls: list) -> dict:
-    """The assistant message for the history: exactly as returned, unless its calls were recovered
-    from text; then they are structured tool_calls (the text, which the server would render again
-    beside them, dropped): every later request is valid and shows what a proper call looks like."""
+    """The reply for the history: as returned, unless its calls were recovered from text; then they are
+    structured tool_calls (the text dropped), so every later request is valid and shows a proper call."""
     if message.tool_calls or not calls:
         return message.model_dump(exclude_none=True)
     return {"role": "assistant", "content": "", "tool_calls": [
@@ -102,9 +101,8 @@ def named_files(settings: Settings) -> str:
 
 
 def attached(paths: list[str], settings: Settings) -> str:
-    """Files shown to the model in a message, each under its name, as read_file reads them (the same
-    permission checks and cap: a large file comes as its head, with how to read the rest). A file
-    shown whole counts as read, so write_file may replace it; a large one as read in part (its head)."""
+    """Files shown to the model, each under its name, as read_file reads them (the same checks and cap:
+    a large one as its head); a file shown whole counts as read, so write_file may replace it."""
     shown = []
     for path in paths:
         text = dispatch("read_file", json.dumps({"path": path}), settings).text
@@ -157,9 +155,8 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
 
 
 def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bool) -> dict:
-    """The request body of one turn. Only llama-server (known by its GET /props: endpoint.check_endpoint
-    gave n_ctx) gets its own fields and the replies' reasoning_content back: OpenAI answers HTTP 400
-    to a field it does not know, and DeepSeek to reasoning_content in a message."""
+    """One turn's request. Only llama-server (its GET /props gave n_ctx) gets its own fields and the
+    replies' reasoning_content back: OpenAI answers HTTP 400 to the one, DeepSeek to the other."""
     return dict(model=model, messages=messages if llama else [  # (what other servers take back)
                     {k: v for k, v in m.items() if k != "reasoning_content"} for m in messages],
                 tools=TOOLS, tool_choice="auto", parallel_tool_calls=False,
@@ -182,10 +179,9 @@ def account(totals: dict, response, started: float, log, turn: int) -> tuple[dic
 
 
 def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
-    """Make room: replace the oldest tool results and written file bodies with short stubs, then cut
-    the middle out of the largest recent tool results (head and tail kept); the system prompt and
-    the task stay. False when nothing was left to shrink. The only place history is ever rewritten
-    (new dicts in place of old ones)."""
+    """Make room: the oldest tool results and written file bodies become stubs, then the largest recent
+    results lose their middle (head and tail kept); the system prompt and the task stay. False when
+    nothing was left to shrink. The only place history is ever rewritten (new dicts for old ones)."""
     total = sum(len(json.dumps(m)) for m in messages)
     # aim at 70% of the window, so the next few turns fit too; without numbers, free half
     want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
@@ -250,11 +246,9 @@ def run_check(command: str, settings: Settings, turn: int, log=lambda event, **d
 
 
 def check_failed(command: str, result: Result, settings: Settings) -> str:
-    """What follows the task in the conversation that starts again after a failed check: a fixed
-    text, the check's output (head and tail), and the current content of the files the run wrote
-    and the files the user named, so the model sees the failure and the code together, in one
-    message, as in aider's benchmark protocol.
-
+    """What follows the task when the conversation starts again after a failed check: a fixed text,
+    the check's output (head and tail), and the files the run wrote and the user named as they are
+    now: the failure and the code together, in one message, as in aider's benchmark protocol.
     Failure answered: the same reply again after a note. With its claim "done, the tests pass"
     still in the history, a small model answers the failed check with that claim again, word for
     word; started again from the task, it has no claim to repeat, only the code and the failure."""
@@ -272,15 +266,12 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
 
 def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
              tries: int, folder: Path, log=lambda event, **data: None) -> runs.Attempt:
-    """Independent attempts, the check choosing: each is the loop from the task alone (a fresh
-    conversation) in its own fresh copy of the workspace as it was before the run (under
-    `folder`), made only when the one before failed. `model(log)` makes one attempt's call_model,
-    `hooks(settings, log)` its aids; every event it logs carries its number.
-
-    Failure answered: the same reply again after a note. Shown its own wrong file and the
-    failure, a small model writes the same file again; an independent sample is sometimes right
-    where the first was wrong, and the check can tell which (on the suite's tasks three attempts
-    solved no more than two rounds did: docs/results.md)."""
+    """Independent attempts, the check choosing: each the loop from the task alone in a fresh copy of
+    the workspace as it was (under `folder`), begun only when the one before failed. `model(log)`
+    makes an attempt's call_model, `hooks(settings, log)` its aids; its events carry its number.
+    Failure answered: the same reply again after a note. Shown its own wrong file and the failure, a
+    small model writes it again; an independent sample is sometimes right where the first was wrong,
+    and the check tells which (three attempts solved no more than two rounds did: docs/results.md)."""
     def attempt(n: int) -> runs.Attempt:
         began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
 
