@@ -321,11 +321,11 @@ def folders_in(workspace: Path, rel: str) -> list[str]:
 
 # --- the apply --------------------------------------------------------------------------------
 
-def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[str]]:
+def apply(plan: Plan, copy: Path, workspace: Path, held: int | None = None) -> tuple[list[Change], list[str]]:
     """Land the plan: (the changes applied, why others were not). All of it lands or none of it.
 
-    1. Stage: every new file is copied from the attempt (each path opened beneath the copy, never
-       through a link) to `.tooloop/landing-*/N` in the workspace: a short name on the same
+    1. Stage: every new file is copied from the attempt (each path opened beneath the copy's folder,
+       or beneath `held`, an open handle on it, never through a link) to `.tooloop/landing-*/N` in the workspace: a short name on the same
        filesystem, whatever the length of the target's name. Ctrl-C here stops with nothing changed.
     2. Commit, with Ctrl-C held: deletions (each moved into the staging folder, so it can come
        back), the folders a file replaces, then each write by a rename (a changed file's old
@@ -336,7 +336,7 @@ def apply(plan: Plan, copy: Path, workspace: Path) -> tuple[list[Change], list[s
     stage = staging(workspace)
     try:
         for i, change in enumerate(plan.writes):
-            staged_copy(copy, change.path, stage / str(i))
+            staged_copy(copy, change.path, stage / str(i), held)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -372,10 +372,11 @@ def staging(workspace: Path) -> Path:
     raise OSError(errno.EEXIST, "no free staging folder", str(own))
 
 
-def open_beneath(root: Path, rel: str) -> int:
-    """An fd for the regular file `root/rel`, opened one component at a time, never through a link."""
+def open_beneath(root: Path, rel: str, held: int | None = None) -> int:
+    """An fd for the regular file `root/rel` (`held`: an open fd on root), opened one component at a
+    time, never through a link."""
     parts = rel.split("/")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.dup(held) if held is not None else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         for part in parts[:-1]:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
@@ -386,9 +387,9 @@ def open_beneath(root: Path, rel: str) -> int:
         os.close(fd)
 
 
-def staged_copy(copy: Path, rel: str, dest: Path) -> None:
+def staged_copy(copy: Path, rel: str, dest: Path, held: int | None = None) -> None:
     """Copy the attempt's regular file `rel` to `dest` in blocks, with its mode and time."""
-    source = open_beneath(copy, rel)
+    source = open_beneath(copy, rel, held)
     with os.fdopen(source, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):

@@ -175,7 +175,7 @@ def landed_from(workspace: Path, attempt: Attempt | None, settings: Settings, co
     named = {str(path.relative_to(workspace)) for path in settings.named}
     try:
         plan = changes.plan(workspace, attempt.copy, attempt.start, named, attempt.only, attempt.left_out)
-        landed, refused = changes.apply(plan, attempt.copy, workspace)
+        landed, refused = changes.apply(plan, attempt.copy, workspace, attempt.handle)
     except KeyboardInterrupt:
         return [], [], f"interrupted while landing: nothing was applied; the run's files are in {run}", 130
     except OSError as error:

@@ -264,6 +264,23 @@ def test_a_run_that_crashed_lands_nothing(tmp_path, workspace):
     assert (workspace / "a.py").read_text() == "a = 1\n"
 
 
+def test_the_landing_reads_the_folder_it_holds_open_even_if_another_takes_its_path(tmp_path):
+    ws, copy = tmp_path / "ws", tmp_path / "run" / "attempt-1"
+    ws.mkdir()
+    began, _ = changes.take(ws, copy)
+    (copy / "a.py").write_text("the run's\n")
+    held = os.open(copy, os.O_RDONLY | os.O_DIRECTORY)
+    plan = changes.plan(ws, copy, began, set())
+    copy.rename(tmp_path / "moved")  # another folder takes the copy's path (a link out, a folder made again)
+    copy.mkdir()
+    (copy / "a.py").write_text("planted\n")
+    try:
+        changes.apply(plan, copy, ws, held)
+    finally:
+        os.close(held)
+    assert (ws / "a.py").read_text() == "the run's\n"
+
+
 def test_an_error_part_way_through_the_apply_undoes_every_step(tmp_path):
     ws, copy = tmp_path / "ws", tmp_path / "run" / "attempt-1"
     (ws / "old").mkdir(parents=True)
