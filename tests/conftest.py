@@ -18,6 +18,13 @@ from fake_server import FakeServer  # noqa: E402
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def own_config(tmp_path_factory, monkeypatch):
+    """tooloop's own .env (cli.config_file) is an empty folder's: a developer's ~/.config/tooloop/.env
+    never reaches a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def fake():
     server = FakeServer()
