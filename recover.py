@@ -176,7 +176,7 @@ def file_blocks(text: str, current, read=()) -> list[tuple[str, str]]:
 
     Small models write code far better in a ```python block than inside a JSON string. A block
     counts as the whole new content of PATH when its language fits PATH's type and either its
-    first line is a comment that is PATH alone (`# fizzbuzz.py`), or the prose since the previous
+    first line is a comment that is PATH alone (`# primes.py`), or the prose since the previous
     block names PATH and no other file, or nothing names a file and the block is a ```python block that
     keeps every top-level def and class of exactly one file in `read` (the .py files the run has
     read or written; small models asked again for a change often answer with the new file alone,
@@ -198,7 +198,7 @@ def _file_blocks(text, current, read=()):
     for block in _FENCE.finditer(text):
         language, whole = block.group(1).lower(), block.group(2)
         prose, prose_start = text[prose_start:block.start()], block.end()
-        comment = _NAME_COMMENT.match(whole)  # `# fizzbuzz.py` heading the block: the file's own name
+        comment = _NAME_COMMENT.match(whole)  # `# primes.py` heading the block: the file's own name
         paths, rule = [comment[1]] if comment else _named_alone(prose), "file-named"
         if not paths and language in _LANGUAGES["py"]:  # unnamed: a new version of the one file it keeps whole
             paths = [path for path in read if _definitions(current(path)) and _keeps_definitions(current(path), whole)]

@@ -332,7 +332,7 @@ def test_a_device_node_in_the_workspace_is_refused_by_read_file_and_unusable_in_
         pytest.skip("making a device node needs root")
     read, used = attack(run_agent, fake, call("read_file", path="zero"), shell("head -c 4 zero | od -An -tx1"))
     copy = attempt().resolve()
-    assert read == f"Error: FileNotFoundError: [Errno 2] No such file or directory: '{copy / 'zero'}'"
+    assert read == "Error: FileNotFoundError: zero does not exist (yet): write_file creates it"  # the copy's path never shown
     assert "cannot open 'zero' for reading: No such file or directory" in used
     assert "00 00" not in used
     assert not os.path.lexists(copy / "zero")
