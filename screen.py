@@ -184,8 +184,8 @@ def end_line(code: int, meaning: str, landed: list[dict], check: str | None, pas
     attempt passed. Another code's line is its meaning (EXIT_CODES), and, without a check, what
     changed all the same (that attempt lands however it ends).
 
-        end_line(0, "...", [{"kind": "created", "path": "fizzbuzz.py", ...}], None)
-            -> 'an answer, unverified (no --check ran); created fizzbuzz.py'
+        end_line(0, "...", [{"kind": "created", "path": "primes.py", ...}], None)
+            -> 'an answer, unverified (no --check ran); created primes.py'
         end_line(0, "...", [...], "pytest -q", passed=2, tries=3) -> 'attempt 2 of 3 passed the check; created ...'
     """
     kinds = [f"{change['kind']} {change['path']}" for change in landed[:3]] + (
