@@ -13,9 +13,8 @@ that together showed every line), and an edit needs no read, since quoting `old`
 is the proof that it saw that part.
 
 Left out on purpose: patch formats and search tools (the shell has grep), fuzzy matching of `old`
-(a near miss is an error that shows the closest lines), noticing that a command changed a file
-after it was read, globbing, web access, and tool state other than what was read (each shell
-command is its own process).
+(a near miss is an error that shows the closest lines), noticing a command's change to a file read
+before, globbing, web access, and tool state beyond what was read (each command is a new process).
 """
 
 import difflib
@@ -138,6 +137,8 @@ def inside(path: str, settings: Settings) -> Path:
     root = settings.workspace.resolve()
     if problem := protect.malformed(path):
         raise Refused(problem)
+    if settings.original and (path + "/").startswith(f"{settings.original}/"):  # the copy, seen at the workspace's path
+        path = path[len(str(settings.original)):].lstrip("/") or "."
     # subtle: an absolute `path` replaces `root` in the join, and resolve() follows every symlink
     # and `..`, so one containment test covers all three ways out.
     try:

@@ -417,6 +417,18 @@ def test_commands_and_errors_show_the_workspace_path_never_the_copys(run_agent, 
     assert str(runs_folder) not in shell + write and "attempt-1" not in shell + write
 
 
+def test_a_path_under_the_workspaces_own_path_reaches_the_copy(run_agent, fake, workspace):
+    """The model sees its workspace's own path (in pwd, in tracebacks) and writes there by that path:
+    the call reaches the run's copy, and lands; a path beside it is still outside."""
+    code, _, _ = run_agent(reply(call("write_file", path=f"{workspace}/fizz.py", content="print(1)\n")),
+                           reply(call("read_file", path=f"{workspace}/fizz.py")),
+                           reply(call("write_file", path=f"{workspace}x/evil.py", content="x\n")), answer("Done."))
+    written, read, outside = (request["messages"][-1]["content"] for request in fake.requests[1:4])
+    assert not written.startswith("Error") and read.startswith("print(1)"), (written, read)
+    assert outside.startswith("Error: permission denied") and not (workspace.parent / f"{workspace.name}x").exists()
+    assert code == 0 and (workspace / "fizz.py").read_text() == "print(1)\n"
+
+
 @needs_bwrap
 def test_a_check_finds_the_parent_projects_runner_configuration(run_agent, fake, workspace):
     """The workspace is a package of a larger project: its pytest.ini and conftest.py (a fixture)
