@@ -238,7 +238,11 @@ def run_check(command: str, settings: Settings, turn: int, log=lambda event, **d
         if view.left_out:
             note("check_view", "the check does not see these changes (they do not land): " + "; ".join(
                 f"{path}: {why}" for path, why in view.left_out.items()), log)
-    result = run_shell(command, settings=settings)
+    try:
+        result = run_shell(command, settings=settings)
+    finally:  # a file of the attempt's that the check wrote through its view is made again
+        if seen:
+            checkview.settle(view, copy, settings.original)
     result = Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
     show_check(command, result.text, result.ok)
     log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text, **seen)

@@ -22,9 +22,10 @@ workspace is as it was: the whole plan lands, or none of it, folders included.
 
 Files are compared and copied in blocks (`BLOCK`), so memory does not grow with a file's size.
 
-Left out on purpose: copies are plain copies. Hard links would cost nothing, but a command
-writing in place (`>>`, an editor saving in place) would change the user's file through them;
-reflinks exist only on btrfs and xfs. A crash of the machine (not of tooloop) during the renames of the
+Left out on purpose: an attempt's copy is a plain copy. Hard links would cost nothing, but a
+command writing in place (`>>`, an editor saving in place) would change the user's file through
+them (the check's view links only to the attempt's own copy, and mends what a check writes
+through: checkview.settle); reflinks exist only on btrfs and xfs. A crash of the machine (not of tooloop) during the renames of the
 apply can leave part of them done; the old versions are then in `.tooloop/landing-*`. Empty
 folders are not changes: a folder lands as the files in it do. What the check runs on is
 checkview.py's; which files may land at all is protect.landing's.
@@ -75,12 +76,12 @@ class Plan:
     interrupted: bool = False  # a Ctrl-C came during the renames: held until all of them were done
 
 
-def copy(workspace: Path, dest: Path) -> list[str]:
-    """Make a fresh copy of `workspace` at `dest`: regular files (with their modes), folders and
-    symlinks. Sockets, FIFOs and devices are not copied (a host service's socket must not be
-    reachable from the sandbox), nor .tooloop, nor secret files (.env: protect.SECRETS). Returns
-    what could not be read, and so is not in the copy (nor, since the walk cannot read it either,
-    in the change set)."""
+def copy(workspace: Path, dest: Path, copy_file=shutil.copy2) -> list[str]:
+    """Make a fresh copy of `workspace` at `dest`: regular files (with their modes, each by
+    `copy_file(source, target)`), folders and symlinks. Sockets, FIFOs and devices are not copied
+    (a host service's socket must not be reachable from the sandbox), nor .tooloop, nor secret
+    files (.env: protect.SECRETS). Returns what could not be read, and so is not in the copy (nor,
+    since the walk cannot read it either, in the change set)."""
     def ignore(folder: str, names: list[str]) -> set[str]:
         skipped = set()
         for name in names:
@@ -92,7 +93,7 @@ def copy(workspace: Path, dest: Path) -> list[str]:
         return skipped
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.copytree(workspace, dest, symlinks=True, ignore=ignore)
+        shutil.copytree(workspace, dest, symlinks=True, ignore=ignore, copy_function=copy_file)
     except shutil.Error as error:  # what could not be read (a folder its owner may not list) stays out
         return sorted(os.path.relpath(source, workspace) for source, _, _ in error.args[0])
     return []

@@ -22,20 +22,25 @@ counts as a name: a `.py` file (or a native module), or a folder with `__init__.
 
 `for_check()` returns the view, the changes it holds (only these may land: what lands is what the
 check saw) and those it left out, each with its reason (named at the end of the run, never
-landed). The view is a fresh copy of the workspace with those changes put in, made anew for each
-check (runs.shrink deletes it when the attempt ends); landing never reads it, so nothing the check
-writes lands. Building it never follows a
-link: a file is taken from the attempt only if it is a regular file there, and put in the view
-only beneath folders that are folders in the view (the model may have turned `tests/` into a link
-to a host folder).
+landed). The view is made anew for each check and deleted after it (settle);
+landing never reads it, so nothing the check writes lands. It is the workspace with those changes
+put in, where each file the attempt left as it began is a hard link to the attempt's own copy of
+it (never to the user's file), so a view costs what the attempt changed, not the workspace again.
+A check that writes through such a link (`>>`, a chmod) changes the attempt's file too: `settle()`,
+after the check, makes every linked file whose change time moved again from the workspace, where
+it is as the attempt began. Building the view never follows a link: a file is taken from the
+attempt only if it is a regular file there, reached through folders, and put in the view only
+beneath folders that are folders in the view (the model may have turned `tests/` into a link to a
+host folder).
 
 Left out on purpose: code under test that ends its own process with success while the tests
 import it (`os._exit(0)`), returns an always-equal object or patches `assertEqual`: no rule about
 files tells that from a real pass (pytest's per-test report was weighed: it reaches only the first
 of these, and only where the check is pytest itself, not `make test`). A module that tests or
 conftest.py import in the ordinary way (`from app import create`) is code under test like any
-other. The view is a plain copy, so it costs the workspace's size while the check runs: a hard
-link would let the check write through it to the user's files or to the attempt's.
+other. A linked file that the user changes in the workspace while the check runs, and the check
+writes through, is not made again; it is not among the changes this check saw, so it does not
+land from it.
 """
 
 import ast
@@ -48,6 +53,7 @@ import shlex
 import shutil
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +77,7 @@ class View:
     path: Path  # the copy the check runs on
     seen: set[str] = field(default_factory=set)  # the attempt's changes it holds: only these may land
     left_out: dict[str, str] = field(default_factory=dict)  # the others: path -> why
+    linked: dict[str, list[int]] = field(default_factory=dict)  # path -> identity() of the attempt's file it shares
 
 
 def trusted(path: str) -> bool:
@@ -238,14 +245,16 @@ def for_check(workspace: Path, attempt: Path, dest: Path, command: str, found: l
     """The view the check runs on (see the module docstring), at `dest`: a fresh copy of the
     workspace with those of the attempt's changes (`found`; by default changes.changed() against
     the attempt's start) that may reach the check."""
+    began = changes.recalled(attempt)
     if found is None:
-        found = changes.changed(attempt, changes.recalled(attempt))
+        found = changes.changed(attempt, began)
     if dest.is_symlink() or dest.is_file():
         dest.unlink()
     elif dest.exists():
         shutil.rmtree(dest)
-    changes.copy(workspace, dest)
-    view, config, command_paths = View(dest), configuration(dest), named(command)
+    view = View(dest)
+    changes.copy(workspace, dest, linker(workspace, attempt, began, {change.path for change in found}, view.linked))
+    config, command_paths = configuration(dest), named(command)
     for change in sorted(found, key=lambda change: change.kind != "deleted"):  # deletions first
         why = left_out(change, attempt, workspace, config, command_paths) or put(change, attempt, dest)
         if why:
@@ -253,6 +262,50 @@ def for_check(workspace: Path, attempt: Path, dest: Path, command: str, found: l
         else:
             view.seen.add(change.path)
     return view
+
+
+def linker(workspace: Path, attempt: Path, began: changes.Start | None, moved: set[str], linked: dict):
+    """copy_file(source, target) for changes.copy: a file of the workspace that the user left as it
+    was and the attempt left as it began becomes a hard link to the attempt's file (recorded in
+    `linked`); any other, or where a link cannot be made, a copy of the workspace's."""
+    root = os.path.realpath(attempt)
+
+    def copy_file(source: str, target: str) -> str:
+        rel = os.path.relpath(source, workspace).replace(os.sep, "/")
+        own = os.path.join(root, rel)
+        try:
+            if (began and rel in began.files and rel not in moved and changes.untouched(os.lstat(source), rel, began)
+                    and os.path.realpath(own) == own and stat.S_ISREG((info := os.lstat(own)).st_mode)
+                    and changes.stamp(info) == began.files[rel]):
+                os.link(own, target, follow_symlinks=False)
+                linked[rel] = changes.identity(os.lstat(target))
+                return target
+        except OSError:  # another file system, too many links: a copy will do
+            pass
+        return shutil.copy2(source, target)
+    return copy_file
+
+
+def settle(view: View, attempt: Path, workspace: Path) -> list[str]:
+    """After the check: each linked file the check wrote through (its identity moved: written,
+    chmod-ed, or only unlinked in the view) is made again in the attempt from the workspace,
+    where it is as the attempt began; then the view goes (while it is there, the attempt's files
+    have a second link, and the tools refuse to write a linked file). Returns those made again."""
+    began, again = changes.recalled(attempt), []
+    for rel, before in view.linked.items():
+        own, source = attempt / rel, workspace / rel
+        try:
+            if changes.identity(os.lstat(own)) == before or not changes.untouched(os.lstat(source), rel, began):
+                continue
+        except OSError:
+            continue
+        handle, fresh = tempfile.mkstemp(dir=own.parent, prefix=".settle-")  # beside it, then a rename
+        os.close(handle)
+        shutil.copy2(source, fresh)
+        os.replace(fresh, own)
+        again.append(rel)
+    shutil.rmtree(view.path, ignore_errors=True)
+    return again
 
 
 def put(change: changes.Change, attempt: Path, dest: Path) -> str | None:

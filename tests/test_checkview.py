@@ -69,13 +69,16 @@ def tree(root: Path) -> dict[str, str]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.dictionaries(st.sampled_from(sorted(SEEN)), OPS, min_size=1, max_size=8),
-       folder_link=st.booleans())
-def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_check(tmp_path, ops, folder_link):
+       folder_link=st.booleans(), taken=st.booleans())
+def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_check(tmp_path, ops, folder_link, taken):
+    """`taken`: the attempt's copy was made by changes.take, with its start kept, so the view links
+    the files the attempt left as they began; then a check that writes through every file of the
+    view leaves the attempt's copy as it was, once settle() has run."""
     base = tmp_path / f"case-{os.urandom(4).hex()}"
     workspace, attempt, host, dest = base / "ws", base / "attempt", base / "host", base / "view"
     build(workspace, BEFORE)
     build(host, {"test_more.py": "host's own\n"})
-    changes.copy(workspace, attempt)
+    changes.take(workspace, attempt) if taken else changes.copy(workspace, attempt)
     found = []
     for path, op in ops.items():
         existed = path in BEFORE
@@ -109,6 +112,18 @@ def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_ch
     assert tree(dest) == expected
     assert tree(host) == {"test_more.py": "host's own\n"}  # no link was followed
     assert tree(workspace) == BEFORE
+    moved = {change.path for change in found}
+    assert set(view.linked) == ({path for path in BEFORE if path not in moved} if taken else set())
+    attempt_before = tree(attempt)
+    for path in tree(dest):  # the check writes through every file of its view, in place
+        if not (dest / path).is_symlink():
+            with open(dest / path, "a") as file:
+                file.write("the check's\n")
+            os.chmod(dest / path, 0o755)
+    assert sorted(checkview.settle(view, attempt, workspace)) == sorted(view.linked)
+    assert tree(attempt) == attempt_before and tree(workspace) == BEFORE and tree(host) == {"test_more.py": "host's own\n"}
+    if taken:
+        assert all(os.lstat(attempt / path).st_mode & 0o777 == 0o644 for path in view.linked)
 
 
 def test_a_new_file_under_a_folder_named_like_a_standard_module_is_no_module():
@@ -238,6 +253,23 @@ def test_what_the_check_writes_never_lands_and_a_left_out_change_is_named(run_ag
     shown = " ".join(err.split())
     assert "test_extra.py: a new test the check does not name" in shown  # the note says why, as the check runs
     assert "not applied: test_extra.py: left out of the check's view: a new test the check does not name" in shown
+
+
+@needs_bwrap
+def test_a_check_that_writes_through_its_view_changes_no_file_of_the_attempts(run_agent, fake, workspace):
+    """The view links the files the attempt left as they began. The first check appends to one and
+    fails; had that write reached the attempt's copy, the second check would see test_stats.py
+    changed and README.md changed, and README.md would land."""
+    project(workspace)
+    (workspace / "README.md").write_text("# stats\n")
+    before = snapshot(workspace)
+    check = "echo junk >> README.md; echo '# junk' >> test_stats.py; test -f done.txt && python -m pytest -q -p no:cacheprovider"
+    code, _, err = run_agent(answer("Done."), reply(call("write_file", path="stats.py", content=FIXED)),
+                             reply(call("write_file", path="done.txt", content="yes\n")), answer("Done."),
+                             flags=["--check", check, "--attempts", "1", "--check-rounds", "2", "--file", "stats.py"])
+    assert code == 0, err
+    assert snapshot(workspace) == {**before, "stats.py": FIXED.encode(), "done.txt": b"yes\n"}
+    assert "not applied" not in err
 
 
 @needs_bwrap
