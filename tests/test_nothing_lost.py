@@ -484,3 +484,31 @@ def test_a_run_folder_removed_mid_run_with_no_write_after_is_no_traceback(run_ag
                              then(clean_up, answer("Done.")))
     assert code == runs.CRASHED and "Traceback" not in err  # on a32ed05: a traceback, exit 1
     assert (workspace / "app.py").read_text() == "x = 1\n"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", ["tests", "docs"])
+def test_a_link_the_model_leaves_in_its_copy_leads_no_host_side_step_outside(run_agent, fake, workspace, name):
+    """The model turns a folder of its copy into a link to a host folder. Building the check's view
+    restores the tests and runner configuration as they were (tests/test_stats.py, docs/conftest.py);
+    that may neither write through the link (test_stats.py at the host) nor remove what the host
+    has under the restored name (a folder conftest.py/)."""
+    host = workspace.parent / "host"
+    (host / "conftest.py").mkdir(parents=True)
+    (host / "test_stats.py").write_text("host's own\n")
+    (host / "conftest.py" / "keep.txt").write_text("host's own\n")
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_stats.py").write_text("def test_ok():\n    assert True\n")
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "conftest.py").write_text("X = 1\n")
+    (workspace / "docs" / "a.md").write_text("# a\n")
+    before = {str(p.relative_to(workspace)): p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+    code, _, err = run_agent(reply(call("run_shell", command=f"rm -rf {name} && ln -s {host} {name}")),
+                             answer("Done."), flags=["--check", "python -m pytest -q -p no:cacheprovider tests",
+                                                     "--attempts", "1"])
+    assert {str(p.relative_to(host)): p.read_text() for p in host.rglob("*") if p.is_file()} == {
+        "test_stats.py": "host's own\n", "conftest.py/keep.txt": "host's own\n"}
+    after = {str(p.relative_to(workspace)): p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+    shown = " ".join(err.split())
+    assert all(after.get(path) == data or f"- deleted {path}" in shown for path, data in before.items())
+    assert not (workspace / name).is_symlink() and f"not applied: {name}:" in shown and code == 0, err
