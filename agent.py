@@ -6,18 +6,16 @@
 endpoint, append the reply as it came back, run each tool call it asks for through `tools.dispatch`,
 append the result, and repeat until the model answers without a call or the turn cap is hit: the
 article's loop, with the lesson's rules (the model only proposes; code validates and checks
-permissions; errors go back to the model as values; a hard cap). The rule covers the end too:
-with `--check CMD`, the model's "done" is only a proposal, and the user's command decides
-(`run_check`); its failure goes back to the model with the files at stake (`check_failed`). Small
-local models need more: aids.py, which the loop lets act at four named places (`aids.Hooks`);
-`--plain` switches every aid off.
+permissions; errors go back to the model as values; a hard cap). The rule covers the end too: with
+`--check CMD`, the model's "done" is only a proposal, and the user's command decides (`run_check`);
+its failure goes back to the model with the files at stake (`check_failed`). Small local models need
+more: aids.py, which the loop lets act at four named places (`aids.Hooks`; `--plain`: none).
 
-Read top to bottom: the loop (`run`), the one model call it makes (`model_caller`), then the
-check and the attempts (the first whose check passes wins). The command line (cli.py), the
-endpoint's stream (endpoint.py) and the run's files on disk (runs.py) have rooms of their own.
-
-Left out on purpose: running several tool calls at once, a chat REPL, memory between runs, and
-summarising old turns with the model (stubs are cheaper and predictable).
+Read top to bottom: the loop (`run`), its one model call (`model_caller`), then the check and the
+attempts (the first whose check passes wins). The command line, the endpoint's stream and the run's
+files on disk have rooms of their own (cli.py, endpoint.py, runs.py). Left out on purpose: several
+tool calls at once, a chat REPL, memory between runs, and summarising old turns with the model
+(stubs are cheaper and predictable).
 """
 
 import json
@@ -225,24 +223,22 @@ def without_file_body(call: dict) -> dict:
 # --- the user's check, and the attempts ---------------------------------------------------------
 
 def run_check(command: str, settings: Settings, turn: int, log=lambda event, **data: None) -> Result:
-    """Run the user's check as run_shell runs a command: in the sandbox, with its time limit (a
-    check that hangs is killed and fails), on a view of the attempt that holds only the changes
-    that cannot change how the check runs (checkview.for_check), so the model cannot pass it by
-    changing the tests. The check event records which changes the view held (`seen`: only these
-    may land) and which it left out, and why. The model never proposed it, so no permission asks."""
+    """Run the user's check as run_shell runs a command (the sandbox, its time limit: a check that hangs
+    fails) on a view of the attempt holding only the changes that cannot change how the check runs
+    (checkview.for_check), so changing the tests cannot pass it; the check event records the changes
+    it held (`seen`: only these may land) and those it left out. No permission asks: no model proposed it."""
     seen = {}
     if settings.original:
-        copy = settings.workspace
-        view = checkview.for_check(settings.original, copy, copy.with_name(copy.name + ".check"), command)
+        view = checkview.for_check(settings.original, settings.workspace, command)
         settings, seen = replace(settings, workspace=view.path), {"seen": sorted(view.seen), "left_out": view.left_out}
         if view.left_out:
             note("check_view", "the check does not see these changes (they do not land): " + "; ".join(
                 f"{path}: {why}" for path, why in view.left_out.items()), log)
     try:
         result = run_shell(command, settings=settings)
-    finally:  # a file of the attempt's that the check wrote through its view is made again
-        if seen:
-            checkview.settle(view, copy, settings.original)
+    finally:
+        if seen:  # what the check wrote through its view to the attempt's files is made again
+            checkview.settle(view)
     result = Result(redact(result.text, settings.secrets), result.ok, result.exit_code)
     show_check(command, result.text, result.ok)
     log("check", turn=turn, command=command, passed=result.ok, exit_code=result.exit_code, result=result.text, **seen)

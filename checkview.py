@@ -75,6 +75,8 @@ METADATA = (".dist-info", ".egg-info", ".egg-link", ".pth")  # what site and ent
 @dataclass
 class View:
     path: Path  # the copy the check runs on
+    attempt: Path  # the attempt's copy it was made from, and the workspace (settle() needs both)
+    workspace: Path
     seen: set[str] = field(default_factory=set)  # the attempt's changes it holds: only these may land
     left_out: dict[str, str] = field(default_factory=dict)  # the others: path -> why
     linked: dict[str, list[int]] = field(default_factory=dict)  # path -> identity() of the attempt's file it shares
@@ -241,10 +243,12 @@ def left_out(change: changes.Change, attempt: Path, workspace: Path, config: set
     return None
 
 
-def for_check(workspace: Path, attempt: Path, dest: Path, command: str, found: list[changes.Change] | None = None) -> View:
-    """The view the check runs on (see the module docstring), at `dest`: a fresh copy of the
-    workspace with those of the attempt's changes (`found`; by default changes.changed() against
-    the attempt's start) that may reach the check."""
+def for_check(workspace: Path, attempt: Path, command: str, dest: Path | None = None,
+              found: list[changes.Change] | None = None) -> View:
+    """The view the check runs on (see the module docstring), at `dest` (by default beside the
+    attempt's copy, as attempt-N.check): the workspace with those of the attempt's changes
+    (`found`; by default changes.changed() against the attempt's start) that may reach the check."""
+    dest = dest or attempt.with_name(attempt.name + ".check")
     began = changes.recalled(attempt)
     if found is None:
         found = changes.changed(attempt, began)
@@ -252,7 +256,7 @@ def for_check(workspace: Path, attempt: Path, dest: Path, command: str, found: l
         dest.unlink()
     elif dest.exists():
         shutil.rmtree(dest)
-    view = View(dest)
+    view = View(dest, attempt, workspace)
     changes.copy(workspace, dest, linker(workspace, attempt, began, {change.path for change in found}, view.linked))
     config, command_paths = configuration(dest), named(command)
     for change in sorted(found, key=lambda change: change.kind != "deleted"):  # deletions first
@@ -286,14 +290,14 @@ def linker(workspace: Path, attempt: Path, began: changes.Start | None, moved: s
     return copy_file
 
 
-def settle(view: View, attempt: Path, workspace: Path) -> list[str]:
+def settle(view: View) -> list[str]:
     """After the check: each linked file the check wrote through (its identity moved: written,
     chmod-ed, or only unlinked in the view) is made again in the attempt from the workspace,
     where it is as the attempt began; then the view goes (while it is there, the attempt's files
     have a second link, and the tools refuse to write a linked file). Returns those made again."""
-    began, again = changes.recalled(attempt), []
+    began, again = changes.recalled(view.attempt), []
     for rel, before in view.linked.items():
-        own, source = attempt / rel, workspace / rel
+        own, source = view.attempt / rel, view.workspace / rel
         try:
             if changes.identity(os.lstat(own)) == before or not changes.untouched(os.lstat(source), rel, began):
                 continue

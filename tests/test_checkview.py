@@ -98,7 +98,7 @@ def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_ch
         (attempt / "tests").symlink_to(host)
         found += [changes.Change("tests/test_more.py", "deleted"), changes.Change("tests", "created")]
 
-    view = checkview.for_check(workspace, attempt, dest, COMMAND, found)
+    view = checkview.for_check(workspace, attempt, COMMAND, dest, found)
 
     expected = dict(BEFORE)
     for change in found:
@@ -120,7 +120,7 @@ def test_the_view_holds_the_workspace_and_only_the_changes_that_may_reach_the_ch
             with open(dest / path, "a") as file:
                 file.write("the check's\n")
             os.chmod(dest / path, 0o755)
-    assert sorted(checkview.settle(view, attempt, workspace)) == sorted(view.linked)
+    assert sorted(checkview.settle(view)) == sorted(view.linked)
     assert tree(attempt) == attempt_before and tree(workspace) == BEFORE and tree(host) == {"test_more.py": "host's own\n"}
     if taken:
         assert all(os.lstat(attempt / path).st_mode & 0o777 == 0o644 for path in view.linked)

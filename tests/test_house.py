@@ -24,6 +24,18 @@ def test_the_loop_fits_on_one_screen():
     assert run.end_lineno - run.lineno + 1 <= 40
 
 
+def test_agent_py_is_the_lesson_in_one_sitting():
+    """agent.py at most 350 lines, none of its functions over 40, `run` within its first 100
+    lines, and the three files the mission names at most 900 lines together."""
+    source = (ROOT / "agent.py").read_text()
+    tree = ast.parse(source)
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    run = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run")
+    assert len(source.splitlines()) <= 350 and run.lineno <= 100
+    assert not [f.name for f in functions if f.end_lineno - f.lineno + 1 > 40]
+    assert sum(len((ROOT / name).read_text().splitlines()) for name in ("agent.py", "tools.py", "prompts.py")) <= 900
+
+
 def test_no_module_imports_itself_through_others():
     graph = {name: imports(path) for name, path in MODULES.items()}
 
