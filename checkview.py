@@ -248,7 +248,7 @@ def for_check(workspace: Path, attempt: Path, command: str, dest: Path | None = 
     """The view the check runs on (see the module docstring), at `dest` (by default beside the
     attempt's copy, as attempt-N.check): the workspace with those of the attempt's changes
     (`found`; by default changes.changed() against the attempt's start) that may reach the check."""
-    dest = dest or attempt.with_name(attempt.name + ".check")
+    dest = dest or place(attempt)
     began = changes.recalled(attempt)
     if found is None:
         found = changes.changed(attempt, began)
@@ -266,6 +266,11 @@ def for_check(workspace: Path, attempt: Path, command: str, dest: Path | None = 
         else:
             view.seen.add(change.path)
     return view
+
+
+def place(attempt: Path) -> Path:
+    """Where the view of an attempt's copy is made: beside it, as attempt-N.check."""
+    return attempt.with_name(attempt.name + ".check")
 
 
 def linker(workspace: Path, attempt: Path, began: changes.Start | None, moved: set[str], linked: dict):

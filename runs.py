@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import changes
+import checkview
 from tools import Settings
 
 KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
@@ -147,7 +148,7 @@ def shrink(attempt: Attempt) -> None:
     changed, and its start beside it (attempt-N.json, which names what it deleted). Its unchanged
     files and the view its check ran on go, so a run costs about its workspace once plus what it
     changed, and a kept run only what it changed. Never through a link: only names are removed."""
-    shutil.rmtree(attempt.copy.with_name(attempt.copy.name + ".check"), ignore_errors=True)
+    shutil.rmtree(checkview.place(attempt.copy), ignore_errors=True)  # (a check cut short leaves its view)
     if not intact(attempt):
         return  # not the folder begin() made: leave it alone
     for folder, dirs, names in os.walk(attempt.copy, topdown=False):
