@@ -19,6 +19,7 @@ tool calls at once, a chat REPL, memory between runs, and summarising old turns 
 """
 
 import json
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +39,7 @@ SAMPLING = {"temperature": 0.7, "top_p": 0.8, "max_completion_tokens": MAX_REPLY
 CUT = Result(prompts.CUT_OFF, ok=False)
 TOO_MANY = Result(prompts.TOO_MANY_CALLS.format(most=MAX_CALLS), ok=False)
 CHECK_OUTPUT = 3_000  # characters of a failed check's output sent back: its head and its tail
-KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
+ENDS = {0: "passed", 3: "hit --max-turns", 6: "failed the check"}  # how an attempt ended, by its code
 
 
 def run(task: str, call_model, settings: Settings, max_turns: int, hooks: aids.Hooks = aids.Hooks(),
@@ -111,23 +112,30 @@ def attached(paths: list[str], settings: Settings) -> str:
 # --- the one model call -----------------------------------------------------------------------
 
 def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | None = None,
-                 log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING):
+                 log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING,
+                 deadline: float = math.inf):
     """call_model(messages, stop) for one attempt's `run`: the request (`request_for`), sent with
     `send(request, show, stop)` (endpoint.sender's, or a recording's for --replay), then the reply
-    counted and shown. A parser error gets one note and one retry; an overflow compacts and retries."""
+    counted and shown. A parser error gets one note and one retry; an overflow compacts and retries.
+    Past `deadline` (time.monotonic), the next request, or the reply being streamed, is runs.OutOfTime."""
     show, turn = (show_json if show_request else lambda title, body: None), 0  # (turn: this attempt's)
 
     def call_model(messages: list, stop=lambda text: None):
         nonlocal turn
         retried, turn = False, turn + 1
-        while True:  # (the seed counts the run's requests: each attempt samples anew)
+
+        def bounded(text):  # (checked before each request and as each piece of the reply arrives)
+            if time.monotonic() > deadline:
+                raise runs.OutOfTime
+            return stop(text) if text else None
+        while bounded("") is None:  # (the seed counts the run's requests: each attempt samples anew)
             request = request_for(messages, model, sampling, totals["turns"] + 1, llama=n_ctx is not None)
             log("request", turn=turn, body=request)
             show("request", request)
             started = time.monotonic()
             try:
                 with Streamed() as screen:  # each piece shown as it arrives
-                    response = send(request, screen, stop)
+                    response = send(request, screen, bounded)
             except ParserError as error:
                 if retried:
                     raise Exit(1, f"error: the server could not parse the model's reply twice ({error})") from None
@@ -136,7 +144,7 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
                 messages.append({"role": "user", "content": prompts.SERVER_PARSE_ERROR.format(error=error)})
                 continue
             except ContextOverflow as error:
-                if not compact(messages, *error.args, log=log):
+                if not aids.compact(messages, *error.args, log=log):  # aid: a context overflow
                     raise Exit(4, "stopped: the conversation no longer fits the model's context, even with "
                                   "old tool results removed (use a larger -c on the server)") from None
                 continue
@@ -174,50 +182,6 @@ def account(totals: dict, response, started: float, log, turn: int) -> tuple[dic
     body = response.model_dump(exclude_none=True)
     log("response", turn=turn, body=body, seconds=round(seconds, 3))
     return body, seconds
-
-
-def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
-    """Make room: the oldest tool results and written file bodies become stubs, then the largest recent
-    results lose their middle (head and tail kept); the system prompt and the task stay. False when
-    nothing was left to shrink. The only place history is ever rewritten (new dicts for old ones)."""
-    total = sum(len(json.dumps(m)) for m in messages)
-    # aim at 70% of the window, so the next few turns fit too; without numbers, free half
-    want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
-    freed = 0
-    for i, m in enumerate(messages[:-KEEP_RECENT]):
-        if i < 2 or freed >= want:
-            continue
-        if m["role"] == "tool" and len(m["content"]) > 200:
-            stub = f"[compacted: {len(m['content'])} characters of old output removed to fit the context]"
-            freed += len(m["content"]) - len(stub)
-            messages[i] = {**m, "content": stub}
-        if m.get("tool_calls"):
-            calls = [without_file_body(call) for call in m["tool_calls"]]
-            freed += sum(len(json.dumps(a)) - len(json.dumps(b)) for a, b in zip(m["tool_calls"], calls))
-            messages[i] = {**messages[i], "tool_calls": calls}
-    recent = [i for i, m in enumerate(messages) if i >= 2 and m["role"] == "tool" and len(m["content"]) > 400]
-    for i in sorted(recent, key=lambda i: -len(messages[i]["content"])):  # the newest result can be the large one
-        if freed >= want:
-            break
-        content = messages[i]["content"]
-        keep = max(100, (len(content) - (want - freed)) // 2)
-        if 2 * keep + 100 < len(content):
-            cut = content[:keep] + prompts.SHORTENED.format(cut=len(content) - 2 * keep) + content[-keep:]
-            freed += len(content) - len(cut)
-            messages[i] = {**messages[i], "content": cut}
-    if freed > 0:
-        note("compacted", f"context full ({n_prompt or '?'} of {n_ctx or '?'} tokens): shortened tool "
-                          f"output, freeing {freed} characters", log)
-    return freed > 0
-
-
-def without_file_body(call: dict) -> dict:
-    """A write_file call with its content (and an edit's old text) replaced by stubs (the file is on disk)."""
-    if call["function"]["name"] != "write_file" or len(call["function"]["arguments"]) <= 200:
-        return call
-    args = parsed(call["function"]["arguments"])
-    stub = json.dumps({**args, **{k: "[compacted]" for k in ("content", "old") if k in args}})
-    return {**call, "function": {**call["function"], "arguments": stub}}
 
 
 # --- the user's check, and the attempts ---------------------------------------------------------
@@ -265,15 +229,21 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
 
 
 def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
-             tries: int, folder: Path, log=lambda event, **data: None) -> runs.Attempt:
+             tries: int, folder: Path, log=lambda event, **data: None, budget: float = math.inf) -> runs.Attempt:
     """Independent attempts, the check choosing: each the loop from the task alone in a fresh copy of
-    the workspace as it was (under `folder`), begun only when the one before failed. `model(log)`
-    makes an attempt's call_model, `hooks(settings, log)` its aids; its events carry its number.
+    the workspace as it was (under `folder`), begun only when the one before failed and while the
+    `budget` (seconds) lasts. `model(log, deadline)` makes an attempt's call_model, `hooks(settings,
+    log)` its aids; its events carry its number.
     Failure answered: the same reply again after a note. Shown its own wrong file and the failure, a
     small model writes it again; an independent sample is sometimes right where the first was wrong,
-    and the check tells which (three attempts solved no more than two rounds did: docs/results.md)."""
-    def attempt(n: int) -> runs.Attempt:
-        began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
+    and the check tells which (three attempts solved no more than two rounds did: docs/results.md).
+    Failure answered: a plan or prose instead of an action. Half the attempts on the dev tasks end on
+    an answer that changed no file, in seconds; such an attempt is not counted among the `tries`
+    (at most `tries` of them begin beyond those that count).
+    Failure answered: an attempt that rambles. It may spend half the budget left (the last that
+    counts, all of it); then its check runs on what it left, and the next attempt begins."""
+    def attempt(n: int, counted: int, deadline: float) -> runs.Attempt:
+        began, started = runs.begin(settings.workspace, folder, n), time.monotonic()  # the record: runs.py
 
         def logged(event, **data):
             if event == "check" and "seen" in data:  # what the last check saw is all that may land
@@ -286,13 +256,30 @@ def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check:
                        named=frozenset(copy / path.relative_to(settings.workspace) for path in settings.named),
                        state=RunState(removed=settings.state.removed), approve=settings.approve and asker(copy))
         if check:
-            note("attempt", f"attempt {n} of {tries}: the task alone, in a fresh copy of the workspace ({copy})",
+            which = f"{n} of {tries}" if n == counted else f"{n} (counted as {counted} of {tries})"
+            note("attempt", f"attempt {which}: the task alone, in a fresh copy of the workspace ({copy})",
                  logged, n=n, workspace=str(copy))
-        began.code, began.answer = run(task, model(logged), here, max_turns, hooks(here, logged), check, rounds, logged)
+        try:
+            began.code, began.answer = run(task, model(logged, deadline), here, max_turns, hooks(here, logged),
+                                           check, rounds, logged)
+            began.ended = ENDS.get(began.code, "ended")
+        except runs.OutOfTime:
+            note("out_of_time", f"attempt {n} has spent its share of --budget; its check runs on what it left", logged)
+            began.code = 0 if run_check(check, here, 0, logged).ok else 6
+            began.ended = "passed" if began.code == 0 else "out of time"
+        began.seconds = time.monotonic() - started
+        if began.code and runs.wrote_nothing(began):
+            began.ended = "wrote nothing"
+            note("wrote_nothing", f"attempt {n} changed no file, so it does not count", logged)
         return began
 
-    tried = map(attempt, range(1, tries + 1))  # (lazy: the next attempt begins only when asked for)
-    return first_passing(tried) if check else next(tried)
+    def tried():  # (lazy: the next attempt begins only when asked for)
+        n, counted, end = 0, 0, time.monotonic() + budget
+        while counted < tries and n < 2 * tries and (left := end - time.monotonic()) > 0:
+            n += 1
+            yield (began := attempt(n, counted + 1, time.monotonic() + (left if counted + 1 == tries else left / 2)))
+            counted += began.ended != "wrote nothing"
+    return first_passing(tried()) if check else next(tried())
 
 
 def first_passing(tried) -> runs.Attempt:

@@ -15,6 +15,9 @@ and `text_calls` builds its hooks:
                 command shown as a block that ends the reply (recover.py reads them); the prose
                 after a call written as text (the streamed reply is stopped once it is complete)
 
+The model call (agent.model_caller) uses one more, `compact`, when the server says the context
+is full: old tool results and written file bodies become stubs, and the request is sent again.
+
 An aid knows only what happened in the run: the files read and written, the commands and their
 exit codes, and the model's own replies. It is not given the task at all.
 
@@ -23,6 +26,7 @@ with placeholders), summarising with the model, and any rule that names a task. 
 were measured and deleted are listed, with their figures, in docs/results.md.
 """
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -178,3 +182,50 @@ def blind(name: str, earlier: list) -> bool:
         return any((tool == "read_file" and result.ok) or tool == "run_shell" or (tool == "write_file" and not result.ok)
                    for tool, _, result in earlier)
     return name == "run_shell" and any(tool != "read_file" and not result.ok for tool, _, result in earlier)
+
+
+KEEP_RECENT = 4  # messages at the end that compaction shortens only as a last resort
+
+
+def compact(messages: list, n_prompt: int | None, n_ctx: int | None, log=lambda event, **data: None) -> bool:
+    """Make room: the oldest tool results and written file bodies become stubs, then the largest recent
+    results lose their middle (head and tail kept); the system prompt and the task stay. False when
+    nothing was left to shrink. The only place history is ever rewritten (new dicts for old ones)."""
+    total = sum(len(json.dumps(m)) for m in messages)
+    # aim at 70% of the window, so the next few turns fit too; without numbers, free half
+    want = total // 2 if not (n_prompt and n_ctx) else int(total * (1 - 0.7 * n_ctx / n_prompt)) + 1
+    freed = 0
+    for i, m in enumerate(messages[:-KEEP_RECENT]):
+        if i < 2 or freed >= want:
+            continue
+        if m["role"] == "tool" and len(m["content"]) > 200:
+            stub = f"[compacted: {len(m['content'])} characters of old output removed to fit the context]"
+            freed += len(m["content"]) - len(stub)
+            messages[i] = {**m, "content": stub}
+        if m.get("tool_calls"):
+            calls = [without_file_body(call) for call in m["tool_calls"]]
+            freed += sum(len(json.dumps(a)) - len(json.dumps(b)) for a, b in zip(m["tool_calls"], calls))
+            messages[i] = {**messages[i], "tool_calls": calls}
+    recent = [i for i, m in enumerate(messages) if i >= 2 and m["role"] == "tool" and len(m["content"]) > 400]
+    for i in sorted(recent, key=lambda i: -len(messages[i]["content"])):  # the newest result can be the large one
+        if freed >= want:
+            break
+        content = messages[i]["content"]
+        keep = max(100, (len(content) - (want - freed)) // 2)
+        if 2 * keep + 100 < len(content):
+            cut = content[:keep] + prompts.SHORTENED.format(cut=len(content) - 2 * keep) + content[-keep:]
+            freed += len(content) - len(cut)
+            messages[i] = {**messages[i], "content": cut}
+    if freed > 0:
+        note("compacted", f"context full ({n_prompt or '?'} of {n_ctx or '?'} tokens): shortened tool "
+                          f"output, freeing {freed} characters", log)
+    return freed > 0
+
+
+def without_file_body(call: dict) -> dict:
+    """A write_file call with its content (and an edit's old text) replaced by stubs (the file is on disk)."""
+    if call["function"]["name"] != "write_file" or len(call["function"]["arguments"]) <= 200:
+        return call
+    args = parsed(call["function"]["arguments"])
+    stub = json.dumps({**args, **{k: "[compacted]" for k in ("content", "old") if k in args}})
+    return {**call, "function": {**call["function"], "arguments": stub}}

@@ -131,9 +131,12 @@ OPTIONS = [
     Option("check", "--check", "TOOLOOP_CHECK", text, None,
            "your definition of done: a shell command run (sandboxed) each time the model answers; its failure "
            "goes back to the model", "CMD"),
-    Option("attempts", "--attempts", "TOOLOOP_ATTEMPTS", count, 3,
-           "with --check: independent attempts, each from the task alone in a fresh copy of the workspace; the "
-           "first that passes lands", "N"),
+    Option("attempts", "--attempts", "TOOLOOP_ATTEMPTS", count, 6,
+           "with --check: independent attempts at most, each from the task alone in a fresh copy of the workspace; "
+           "the first that passes lands; one that changed no file does not count (at most 2N begin)", "N"),
+    Option("budget", "--budget", "TOOLOOP_BUDGET", seconds, 240,
+           "with --check: seconds in which attempts may begin; each may spend half of what is left (the last that "
+           "counts, all of it), then its check runs on what it left", "S"),
     Option("check_rounds", "--check-rounds", "TOOLOOP_CHECK_ROUNDS", count, 1,
            "with --check: failed checks that end one attempt", "N"),
     Option("runs", None, "TOOLOOP_RUNS", text, "~/.cache/tooloop/runs",
@@ -195,12 +198,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         saved = dotenv_values(config_file()) if config_file().is_file() else {}
     except (OSError, UnicodeDecodeError) as error:
         parser.error(f"cannot read {config_file()} ({error})")
-    attempts_given = args.attempts is not None
+    attempts_given = args.attempts is not None or args.budget is not None
     for option in OPTIONS:
         if option.read not in (bool, list):
             setattr(args, option.name, setting(parser, option, getattr(args, option.name, None), saved))
     if attempts_given and not args.check:
-        parser.error("--attempts needs --check: the check is what chooses among the attempts")
+        parser.error("--attempts and --budget need --check: the check is what chooses among the attempts")
     args.runs = Path(args.runs).expanduser()
     read_task(parser, args)
     check_files(parser, args)
@@ -436,12 +439,13 @@ def session(argv: list[str] | None = None) -> int:
                                         "approval": args.approval, "sandbox": settings.sandbox,
                                         "aids": [] if args.plain else list(aids.NAMES), "check": check,
                                         "check_rounds": args.check_rounds, "attempts": tries, "files": files,
+                                        "budget": args.budget if check else None,
                                         "replay": args.replay, "sampling": sampling})
-        model = lambda log: model_caller(send, args.model, totals, args.max_turns, n_ctx, log,  # noqa: E731
-                                         args.show_request, sampling)
+        model = lambda log, deadline: model_caller(send, args.model, totals, args.max_turns, n_ctx,  # noqa: E731
+                                                   log, args.show_request, sampling, deadline)
         hooks = (lambda here, log: aids.Hooks()) if args.plain else aids.text_calls
         attempt = attempts(task, model, settings, args.max_turns, hooks, check, args.check_rounds,
-                           tries, folder, hook)
+                           tries, folder, hook, args.budget)
         code, answer, chosen = attempt.code, attempt.answer, attempt
     except Exit as ended:
         code, message = ended.args
@@ -455,18 +459,19 @@ def session(argv: list[str] | None = None) -> int:
         console.quiet = False
         console.print("interrupted", style="bold yellow")
     finally:
+        spent = runs.spent(folder) if check else ""  # (before land, which lets the run's attempts go)
         landed, refused, where, code = runs.land(workspace, chosen, settings, code, check, folder)
         landed = [vars(change) for change in landed]
         log("changes", landed=landed, refused=refused, where=where)
         if settings.state.removed:
             log("removed", removed=settings.state.removed)
-        log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"))
+        log("end", exit_code=code, answer=answer, totals=totals, meaning=EXIT_CODES.get(code, "?"), spent=spent)
     if args.replay:
         for line in compare.divergences:
             console.print(Text(printable(f"replay diverges: {line}"), style="yellow"))
         console.print(f"replay: {len(compare.divergences)} divergence(s) from the recording", style="bold")
     show_changes(landed, refused, where)
-    show_end(code, answer, end_line(code, EXIT_CODES.get(code, "?"), landed, check, chosen and chosen.number, tries))
+    show_end(code, answer, end_line(code, EXIT_CODES.get(code, "?"), landed, check, chosen and chosen.number, spent))
     if settings.state.removed:  # what commands left for host tools to run: shown whatever --quiet says
         console.quiet = False
         console.print(Text(printable("\n  ".join(["warning: tooloop undid what commands in this run left for host "

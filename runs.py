@@ -26,6 +26,7 @@ from pathlib import Path
 
 import changes
 import checkview
+import protect
 from tools import Settings
 
 KEEP_RUNS = 20  # the newest runs' folders kept under TOOLOOP_RUNS
@@ -49,6 +50,8 @@ class Attempt:
     code: int = 130
     answer: str = ""
     passed: bool = False
+    ended: str = "interrupted"  # how it ended, for the end line: "passed", "wrote nothing", "out of time", ...
+    seconds: float = 0.0
     only: set[str] | None = None  # the changes the check's view held, which may land (None: all)
     left_out: dict[str, str] = field(default_factory=dict)  # changes the view left out: path -> why
     handle: int = -1  # an open fd on the copy's folder, from begin() to land()
@@ -112,6 +115,26 @@ def begin(workspace: Path, run: Path, n: int) -> Attempt:
     handle = os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     BEGUN.setdefault(run, []).append(Attempt(n, copy, began, unread, handle=handle))
     return BEGUN[run][-1]
+
+
+class OutOfTime(Exception):
+    """The attempt's share of the run's --budget is spent (raised between turns, or in a reply)."""
+
+
+def wrote_nothing(attempt: Attempt) -> bool:
+    """Is the attempt's copy as it began, but for what tools cache for themselves (`__pycache__`,
+    `.pytest_cache`): did the model answer with a plan or prose instead of changing a file?"""
+    return all(any(part == "__pycache__" or protect.inert(part) for part in change.path.split("/")[:-1])
+               for change in changes.changed(attempt.copy, attempt.start))
+
+
+def spent(run: Path) -> str:
+    """How the run's attempts were spent, for the end line: "3 attempts in 212 s: 1 wrote nothing,
+    2 failed the check" (the counts in the order they first happened)."""
+    began = BEGUN.get(run, [])
+    ends = {end: [a.ended for a in began].count(end) for end in dict.fromkeys(a.ended for a in began)}
+    return (f"{len(began)} attempt{'s' * (len(began) != 1)} in {sum(a.seconds for a in began):.0f} s: "
+            + ", ".join(f"{count} {end}" for end, count in ends.items()))
 
 
 def intact(attempt: Attempt) -> bool:

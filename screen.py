@@ -177,22 +177,24 @@ def show_end(code: int, answer: str, meaning: str) -> None:
 
 
 def end_line(code: int, meaning: str, landed: list[dict], check: str | None, passed: int | None = None,
-          tries: int = 1) -> str:
+             spent: str = "") -> str:
     """What this run did, for the end line (as show_end takes it: markup escaped). Exit code 0
     means two things (an answer; with --check, a check passed), so its line says which: without a
     check, that the answer is unverified and what changed, or that nothing did; with one, which
-    attempt passed. Another code's line is its meaning (EXIT_CODES), and, without a check, what
-    changed all the same (that attempt lands however it ends).
+    attempt passed and how the attempts were spent (runs.spent). Another code's line is its meaning
+    (EXIT_CODES), and, without a check, what changed all the same (that attempt lands however it ends).
 
         end_line(0, "...", [{"kind": "created", "path": "primes.py", ...}], None)
             -> 'an answer, unverified (no --check ran); created primes.py'
-        end_line(0, "...", [...], "pytest -q", passed=2, tries=3) -> 'attempt 2 of 3 passed the check; created ...'
+        end_line(0, "...", [...], "pytest -q", passed=2, spent="2 attempts in 80 s: 1 wrote nothing, 1 passed")
+            -> 'attempt 2 passed the check (2 attempts in 80 s: 1 wrote nothing, 1 passed); created ...'
     """
     kinds = [f"{change['kind']} {change['path']}" for change in landed[:3]] + (
         [f"{len(landed) - 3} more"] if len(landed) > 3 else [])
     what = ", ".join(kinds) or "no file changed"
     if check:
-        said = f"attempt {passed} of {tries} passed the check; {what}" if code == 0 else meaning
+        said = (f"attempt {passed} passed the check" if code == 0 else meaning) + (f" ({spent})" if spent else "")
+        said += f"; {what}" if code == 0 else ""
     else:
         said = f"{'an answer, unverified (no --check ran)' if code == 0 else meaning}; {what}"
     return escape(printable(said))

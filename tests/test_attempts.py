@@ -1,6 +1,7 @@
 """--attempts: independent attempts on copies of the workspace, the check choosing, and a check the
 model cannot pass by changing what the check trusts. Through the real agent, a scripted model."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 import agent
 import runs
 import sandbox
-from fake_server import answer, call, interrupted, reply, running
+from fake_server import Raw, answer, call, chunk, interrupted, reply, running, sse
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 AGENT = [sys.executable, str(Path(__file__).resolve().parent.parent / "agent.py")]
@@ -80,10 +81,67 @@ def test_when_no_attempt_passes_the_workspace_is_as_it_was_and_the_end_says_wher
 
 
 @needs_bwrap
-def test_the_default_is_three_attempts_of_one_round(run_agent, fake, workspace):
-    code, _, _ = run_agent(answer("done"), answer("done"), answer("done"), answer("never asked"),
-                           flags=["--check", "false"])
-    assert code == 6 and len(fake.requests) == 3
+def test_the_default_is_six_attempts_of_one_round(run_agent, fake, workspace):
+    wrote = [step for n in range(1, 7) for step in (reply(call("write_file", path="a.txt", content=f"{n}\n")), answer("done"))]
+    code, _, _ = run_agent(*wrote, answer("never asked"), flags=["--check", "false"])
+    assert code == 6 and len(fake.requests) == 12
+
+
+@needs_bwrap
+def test_an_attempt_that_changed_no_file_does_not_count(run_agent, fake, workspace):
+    """Attempt 1 answers with a plan; attempt 2 writes a wrong file; attempt 3, which counts as the
+    second of --attempts 2, writes the right one and passes."""
+    code, _, err = run_agent(answer("I will create a.txt, then check it."),
+                             reply(call("write_file", path="a.txt", content="wrong\n")), answer("Done."),
+                             reply(call("write_file", path="a.txt", content="right\n")), answer("Done."),
+                             flags=["--check", "grep -qx right a.txt", "--attempts", "2"])
+    shown = " ".join(err.split())
+    assert code == 0 and (workspace / "a.txt").read_text() == "right\n", err
+    assert "attempt 1 changed no file, so it does not count" in shown
+    assert "attempt 3 (counted as 2 of 2)" in shown and "attempt 3 passed" in shown
+
+
+@needs_bwrap
+def test_attempts_that_change_no_file_end_after_twice_the_count(run_agent, fake, workspace):
+    code, _, err = run_agent(*[answer("I will do it.")] * 5, answer("never asked"),
+                             flags=["--check", "false", "--attempts", "2"])
+    assert code == 6 and len(fake.requests) == 4, err
+    assert (workspace / "a.txt").exists() is False
+    assert "(4 attempts in" in " ".join(err.split()) and ": 4 wrote nothing)" in " ".join(err.split())
+
+
+@needs_bwrap
+@pytest.mark.parametrize("check, code", [("false", 6), ("grep -qx 1 a.txt", 0)])
+def test_no_attempt_begins_once_the_budget_is_spent_and_one_out_of_time_is_checked_on_what_it_left(
+        run_agent, fake, workspace, check, code):
+    """--budget 2: attempt 1 may spend half of it, and its shell command takes 3 s. Its check runs on
+    the file it wrote; then no time is left, so no attempt 2 begins."""
+    code_, _, err = run_agent(reply(call("write_file", path="a.txt", content="1\n")),
+                              reply(call("run_shell", command="sleep 3")), answer("never asked"), answer("never asked"),
+                              flags=["--check", check, "--budget", "2"])
+    shown = " ".join(err.split())
+    assert code_ == code and len(fake.requests) == 2, err
+    assert "attempt 1 has spent its share of --budget" in shown
+    assert ("attempt 1 passed the check (1 attempt in" if code == 0 else "(1 attempt in") in shown
+    assert (": 1 passed)" if code == 0 else ": 1 out of time)") in shown
+    assert (workspace / "a.txt").exists() == (code == 0)
+
+
+def test_the_budget_needs_a_check(run_agent, fake):
+    with pytest.raises(SystemExit) as stop:
+        run_agent(answer("never asked"), flags=["--budget", "60"])
+    assert stop.value.code == 2 and fake.requests == []
+
+
+@needs_bwrap
+def test_a_reply_that_rambles_is_cut_at_its_attempts_share_and_the_next_attempt_begins(run_agent, fake, workspace):
+    rambling = Raw((line for _ in itertools.count() for line in sse(chunk({"content": "and then "}))), delay=0.05)
+    code, _, err = run_agent(reply(call("write_file", path="a.txt", content="wrong\n")), rambling,
+                             reply(call("write_file", path="a.txt", content="right\n")), answer("Done."),
+                             flags=["--check", "grep -qx right a.txt", "--budget", "6", "--attempts", "2"])
+    shown = " ".join(err.split())
+    assert code == 0 and (workspace / "a.txt").read_text() == "right\n", err
+    assert "attempt 1 has spent its share of --budget" in shown and ": 1 out of time, 1 passed)" in shown
 
 
 def test_attempts_need_a_check(run_agent, fake):

@@ -9,6 +9,7 @@ an edit needs no read, because quoting `old` exactly, once, shows that part was 
 import json
 
 import agent
+import aids
 import prompts
 import tools
 from fake_server import answer, call, reply
@@ -200,7 +201,7 @@ def test_an_edit_written_as_text_is_recovered_with_its_arguments(run_agent, fake
 
 def test_compaction_stubs_an_edits_old_text_as_well_as_its_content():
     arguments = json.dumps({"path": "a.py", "old": "x" * 300, "content": "y" * 300})
-    shrunk = agent.without_file_body({"id": "1", "type": "function", "function": {"name": "write_file", "arguments": arguments}})
+    shrunk = aids.without_file_body({"id": "1", "type": "function", "function": {"name": "write_file", "arguments": arguments}})
     assert json.loads(shrunk["function"]["arguments"]) == {"path": "a.py", "old": "[compacted]", "content": "[compacted]"}
 
 
