@@ -99,6 +99,8 @@ def test_an_attempt_that_changed_no_file_does_not_count(run_agent, fake, workspa
     assert code == 0 and (workspace / "a.txt").read_text() == "right\n", err
     assert "attempt 1 changed no file, so it does not count" in shown
     assert "attempt 3 (counted as 2 of 2)" in shown and "attempt 3 passed" in shown
+    [end] = [json.loads(line) for line in (workspace.parent / "transcript.jsonl").open() if '"end"' in line]
+    assert end["spent"].startswith("3 attempts in ") and end["spent"].endswith(": 1 wrote nothing, 1 failed the check, 1 passed")
 
 
 @needs_bwrap

@@ -378,6 +378,7 @@ def test_after_a_failed_check_a_file_read_before_counts_as_unread(run_agent, fak
     (workspace / "n.txt").write_text("1\n")
     code, _, _ = run_agent(reply(call("read_file", path="n.txt")), answer("done"),
                            reply(call("write_file", path="n.txt", content="2\n")), answer("done"),
+                           answer("done"), answer("done"),  # (attempt 1 changed no file: attempt 2 is begun)
                            flags=["--check", "false", "--attempts", "1", "--check-rounds", "2"])
     assert code == 6 and (workspace / "n.txt").read_text() == "1\n"
     [result] = tool_messages(fake.requests[3])

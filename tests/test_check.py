@@ -40,6 +40,9 @@ def one_attempt_of_two_rounds(monkeypatch):
     monkeypatch.setenv("TOOLOOP_CHECK_ROUNDS", "2")
 
 
+WROTE = reply(call("write_file", path="w.txt", content="tried\n"))  # (an attempt that wrote nothing does not count)
+
+
 def test_a_passing_check_ends_the_run_with_the_answer_and_exit_0(run_agent, fake, workspace):
     code, out, err = run_agent(reply(call("write_file", path="ok.txt", content="yes\n")), answer("Wrote ok.txt."),
                                flags=["--check", "grep -x yes ok.txt"])
@@ -79,10 +82,10 @@ def test_a_failed_check_shows_the_files_the_run_wrote_as_they_are_now(run_agent,
 
 
 def test_the_round_limit_ends_the_run_with_exit_6(run_agent, fake, workspace):
-    code, out, err = run_agent(answer("done"), answer("really done"), answer("never asked"),
+    code, out, err = run_agent(WROTE, answer("done"), answer("really done"), answer("never asked"),
                                flags=["--check", "exit 1", "--check-rounds", "2"])
     assert code == 6 and out == ""  # no answer on stdout: the work is not done
-    assert len(fake.requests) == 2
+    assert len(fake.requests) == 3
     assert cli.EXIT_CODES[6] in err
 
 
@@ -93,8 +96,9 @@ def test_an_empty_reply_is_checked_too(run_agent, fake, workspace):
 
 
 def test_the_check_holds_under_plain(run_agent, fake, workspace):
-    code, _, _ = run_agent(answer("done"), answer("done"), flags=["--plain", "--check", "false", "--check-rounds", "2"])
-    assert code == 6 and len(fake.requests) == 2
+    code, _, _ = run_agent(WROTE, answer("done"), answer("done"),
+                           flags=["--plain", "--check", "false", "--check-rounds", "2"])
+    assert code == 6 and len(fake.requests) == 3
 
 
 def test_without_a_check_an_answer_is_taken_as_it_is(run_agent, fake, workspace):
@@ -106,20 +110,20 @@ def test_the_check_runs_sandboxed_and_cannot_write_outside_the_workspace(run_age
     assert sandbox.available()
     outside = tools.Path.home() / f"tooloop-planted-{os.getpid()}"  # (in the sandbox /tmp is private)
     try:
-        code, _, _ = run_agent(answer("done"), answer("done"),
+        code, _, _ = run_agent(WROTE, answer("done"), answer("done"),
                                flags=["--check", f"echo planted > {outside}", "--check-rounds", "2"])
         assert not outside.exists()
     finally:
         outside.unlink(missing_ok=True)
     assert code == 6  # the write failed inside the sandbox, so the check failed
-    assert "Read-only file system" in user_messages(fake.requests[1])[-1]
+    assert "Read-only file system" in user_messages(fake.requests[2])[-1]
 
 
 def test_a_check_that_hangs_is_cut_at_its_timeout_and_counts_as_failed(run_agent, fake, workspace):
-    code, _, _ = run_agent(answer("done"), answer("done"),
+    code, _, _ = run_agent(WROTE, answer("done"), answer("done"),
                            flags=["--check", "sleep 30", "--timeout", "1", "--check-rounds", "2"])
     assert code == 6
-    assert "timed out after 1 s; the command and its children were killed" in user_messages(fake.requests[1])[-1]
+    assert "timed out after 1 s; the command and its children were killed" in user_messages(fake.requests[2])[-1]
 
 
 def test_a_long_check_output_comes_back_as_head_and_tail(run_agent, fake, workspace):
@@ -161,8 +165,8 @@ def test_a_secret_in_the_check_output_is_never_sent(run_agent, fake, workspace, 
 def test_the_check_and_its_rounds_come_from_the_environment(run_agent, fake, workspace, monkeypatch):
     monkeypatch.setenv("TOOLOOP_CHECK", "false")
     monkeypatch.setenv("TOOLOOP_CHECK_ROUNDS", "1")
-    code, _, _ = run_agent(answer("done"), answer("never asked"))
-    assert code == 6 and len(fake.requests) == 1
+    code, _, _ = run_agent(WROTE, answer("done"), answer("never asked"))
+    assert code == 6 and len(fake.requests) == 2
 
 
 def test_check_rounds_must_be_positive(run_agent):
