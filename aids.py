@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+import prompts
 from recover import TEXT_CALL, recover_all
 from screen import note
 from tools import TOOLS, Result, Settings, inside, parsed

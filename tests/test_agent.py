@@ -552,8 +552,9 @@ def reach(code: int, run_agent, workspace) -> tuple[int, str]:
         return run_agent(reply(call("read_file", path="big.txt")), *[OVERFLOW] * 10)[:2]
     if code == 5:  # an empty reply, under --plain too: the core's rule
         return run_agent(answer(" \n"), flags=["--plain"])[:2]
-    if code == 6:  # the model says done in each of two attempts; the user's check fails both times
-        return run_agent(answer("done"), answer("done"), flags=["--check", "exit 1", "--attempts", "2"])[:2]
+    if code == 6:  # the model writes and says done in each of two attempts; the user's check fails both times
+        wrote = reply(call("write_file", path="a.txt", content="1\n"))
+        return run_agent(wrote, answer("done"), wrote, answer("done"), flags=["--check", "exit 1", "--attempts", "2"])[:2]
     if code == 7:  # a stream line that is no JSON
         return run_agent(Raw(sse(chunk({"content": "Hel"}), "{not json")))[:2]
     raise AssertionError(code)
