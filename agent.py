@@ -115,20 +115,15 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
                  log=lambda event, **data: None, show_request: bool = False, sampling: dict = SAMPLING,
                  deadline: float = math.inf):
     """call_model(messages, stop) for one attempt's `run`: the request (`request_for`), sent with
-    `send(request, show, stop)` (endpoint.sender's, or a recording's for --replay), then the reply
-    counted and shown. A parser error gets one note and one retry; an overflow compacts and retries.
-    Past `deadline` (time.monotonic), the next request, or the reply being streamed, is runs.OutOfTime."""
+    `send(request, show, stop)` (endpoint.sender's, or a recording's for --replay), then the reply counted
+    and shown. A parser error gets one note and one retry; an overflow compacts and retries; past
+    `deadline` (time.monotonic) the next request, or the reply being streamed, is runs.OutOfTime."""
     show, turn = (show_json if show_request else lambda title, body: None), 0  # (turn: this attempt's)
 
     def call_model(messages: list, stop=lambda text: None):
         nonlocal turn
-        retried, turn = False, turn + 1
-
-        def bounded(text):  # (checked before each request and as each piece of the reply arrives)
-            if time.monotonic() > deadline:
-                raise runs.OutOfTime
-            return stop(text) if text else None
-        while bounded("") is None:  # (the seed counts the run's requests: each attempt samples anew)
+        retried, turn, bounded = False, turn + 1, within(deadline, stop)
+        while bounded("") is None:  # (none is sent past the deadline; the seed counts the run's requests)
             request = request_for(messages, model, sampling, totals["turns"] + 1, llama=n_ctx is not None)
             log("request", turn=turn, body=request)
             show("request", request)
@@ -152,12 +147,19 @@ def model_caller(send, model: str, totals: dict, max_turns: int, n_ctx: int | No
             show("response", body)
             if not screen.kind:  # nothing was streamed (a replay)
                 show_reply(response.choices[0].message)
-            if body.get("stopped_after_call"):  # (or it began to imagine the result)
-                note("stopped", "the reply's call was complete, so generation stopped there", log)
             show_usage(turn, max_turns, body, seconds, n_ctx)
             return response
 
     return call_model
+
+
+def within(deadline: float, stop):
+    """`stop` for a reply that may not go on past `deadline` (time.monotonic): runs.OutOfTime."""
+    def bounded(text: str):
+        if time.monotonic() > deadline:
+            raise runs.OutOfTime
+        return stop(text) if text else None
+    return bounded
 
 
 def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bool) -> dict:
@@ -171,7 +173,8 @@ def request_for(messages: list, model: str, sampling: dict, turn: int, llama: bo
 
 
 def account(totals: dict, response, started: float, log, turn: int) -> tuple[dict, float]:
-    """Count one reply in the run's totals and record it: (the reply as the transcript keeps it, seconds)."""
+    """Count one reply in the run's totals and record it: (the reply as the transcript keeps it, seconds).
+    A reply stopped once its call was complete (the text-calls aid) gets a note."""
     seconds = time.monotonic() - started
     totals["turns"] += 1
     totals["seconds"] += seconds
@@ -181,6 +184,8 @@ def account(totals: dict, response, started: float, log, turn: int) -> tuple[dic
         totals["completion_tokens"] += usage.completion_tokens
     body = response.model_dump(exclude_none=True)
     log("response", turn=turn, body=body, seconds=round(seconds, 3))
+    if body.get("stopped_after_call"):  # (or it began to imagine the result)
+        note("stopped", "the reply's call was complete, so generation stopped there", log)
     return body, seconds
 
 
@@ -230,20 +235,13 @@ def check_failed(command: str, result: Result, settings: Settings) -> str:
 
 def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check: str | None, rounds: int,
              tries: int, folder: Path, log=lambda event, **data: None, budget: float = math.inf) -> runs.Attempt:
-    """Independent attempts, the check choosing: each the loop from the task alone in a fresh copy of
-    the workspace as it was (under `folder`), begun only when the one before failed and while the
-    `budget` (seconds) lasts. `model(log, deadline)` makes an attempt's call_model, `hooks(settings,
-    log)` its aids; its events carry its number.
-    Failure answered: the same reply again after a note. Shown its own wrong file and the failure, a
-    small model writes it again; an independent sample is sometimes right where the first was wrong,
-    and the check tells which (three attempts solved no more than two rounds did: docs/results.md).
-    Failure answered: a plan or prose instead of an action. Half the attempts on the dev tasks end on
-    an answer that changed no file, in seconds; such an attempt is not counted among the `tries`
-    (at most `tries` of them begin beyond those that count).
-    Failure answered: an attempt that rambles. It may spend half the budget left (the last that
-    counts, all of it); then its check runs on what it left, and the next attempt begins."""
+    """Independent attempts, the check choosing, while the `budget` lasts (`spending`), each the loop
+    from the task alone in a fresh copy of the workspace (under `folder`); `model(log, deadline)` makes
+    its call_model, `hooks(settings, log)` its aids. Failures answered: the same reply again after a
+    note (a fresh sample is sometimes right); a plan or prose instead of an action (half the dev tasks'
+    attempts changed no file: such one does not count); an attempt that rambles (cut, then checked)."""
     def attempt(n: int, counted: int, deadline: float) -> runs.Attempt:
-        began, started = runs.begin(settings.workspace, folder, n), time.monotonic()  # the record: runs.py
+        began = runs.begin(settings.workspace, folder, n)  # the record of the attempt: runs.py
 
         def logged(event, **data):
             if event == "check" and "seen" in data:  # what the last check saw is all that may land
@@ -267,19 +265,25 @@ def attempts(task: str, model, settings: Settings, max_turns: int, hooks, check:
             note("out_of_time", f"attempt {n} has spent its share of --budget; its check runs on what it left", logged)
             began.code = 0 if run_check(check, here, 0, logged).ok else 6
             began.ended = "passed" if began.code == 0 else "out of time"
-        began.seconds = time.monotonic() - started
+        began.seconds = time.monotonic() - began.began
         if began.code and runs.wrote_nothing(began):
             began.ended = "wrote nothing"
             note("wrote_nothing", f"attempt {n} changed no file, so it does not count", logged)
         return began
 
-    def tried():  # (lazy: the next attempt begins only when asked for)
-        n, counted, end = 0, 0, time.monotonic() + budget
-        while counted < tries and n < 2 * tries and (left := end - time.monotonic()) > 0:
-            n += 1
-            yield (began := attempt(n, counted + 1, time.monotonic() + (left if counted + 1 == tries else left / 2)))
-            counted += began.ended != "wrote nothing"
-    return first_passing(tried()) if check else next(tried())
+    tried = spending(attempt, tries, budget)  # (lazy: the next attempt begins only when asked for)
+    return first_passing(tried) if check else next(tried)
+
+
+def spending(attempt, tries: int, budget: float):
+    """`attempt(n, counted, deadline)` while the budget (seconds) lasts: at most `tries` that count,
+    twice that in all, each until half the budget has passed (the last that counts: all that is left)."""
+    n, counted, end = 0, 0, time.monotonic() + budget
+    while counted < tries and n < 2 * tries and (left := end - time.monotonic()) > 0:
+        n += 1
+        began = attempt(n, counted + 1, time.monotonic() + (left if counted + 1 == tries else min(left, budget / 2)))
+        counted += began.ended != "wrote nothing"
+        yield began
 
 
 def first_passing(tried) -> runs.Attempt:

@@ -135,8 +135,8 @@ OPTIONS = [
            "with --check: independent attempts at most, each from the task alone in a fresh copy of the workspace; "
            "the first that passes lands; one that changed no file does not count (at most 2N begin)", "N"),
     Option("budget", "--budget", "TOOLOOP_BUDGET", seconds, 240,
-           "with --check: seconds in which attempts may begin; each may spend half of what is left (the last that "
-           "counts, all of it), then its check runs on what it left", "S"),
+           "with --check: seconds in which attempts may begin; each may spend half of it (the last that counts, all "
+           "that is left), then its check runs on what it left", "S"),
     Option("check_rounds", "--check-rounds", "TOOLOOP_CHECK_ROUNDS", count, 1,
            "with --check: failed checks that end one attempt", "N"),
     Option("runs", None, "TOOLOOP_RUNS", text, "~/.cache/tooloop/runs",

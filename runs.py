@@ -51,7 +51,8 @@ class Attempt:
     answer: str = ""
     passed: bool = False
     ended: str = "interrupted"  # how it ended, for the end line: "passed", "wrote nothing", "out of time", ...
-    seconds: float = 0.0
+    seconds: float = 0.0  # how long it ran, from `began` (time.monotonic)
+    began: float = field(default_factory=time.monotonic)
     only: set[str] | None = None  # the changes the check's view held, which may land (None: all)
     left_out: dict[str, str] = field(default_factory=dict)  # changes the view left out: path -> why
     handle: int = -1  # an open fd on the copy's folder, from begin() to land()
