@@ -252,15 +252,15 @@ def test_a_tasks_own_check_fails_untouched_and_passes_solved(task, tmp_path):
 
 def test_checks_gives_the_agent_the_tasks_check_and_files(fake, tmp_path):
     fake.extra_routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "scripted"}]})
-    fake.script = [answer("Fixed it, the tests pass.")] * 3  # a false claim, again and again
+    fake.script = [answer("Fixed it, the tests pass.")] * 12  # a false claim, again and again
     out = tmp_path / "out"
     run = subprocess.run([*SUITE, "--base-url", fake.url, "--only", "fix-bug", "--checks", "--label", "c", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     result = json.loads((out / "c" / "fix-bug" / "result.json").read_text())
     assert result["agent_flags"] == ["--check", "python test_stats.py", "--file", "stats.py"]
-    # the default: three attempts of one round each, and none passes
-    assert result["exit"] == 6 and not result["solved"] and len(fake.requests) == 3
+    # the default: six attempts that count; each of these changed no file, so twice as many begin, and none passes
+    assert result["exit"] == 6 and not result["solved"] and len(fake.requests) == 12
     first = [m["content"] for m in fake.requests[0]["messages"] if m["role"] == "user"][0]
     assert (suite.TASKS / "fix-bug" / "files" / "stats.py").read_text() in first
     for request in fake.requests[1:]:  # each attempt starts again from the task alone, with the file
