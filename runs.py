@@ -21,6 +21,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def spent(run: Path) -> str:
     """How the run's attempts were spent, for the end line: "3 attempts in 212 s: 1 wrote nothing,
     2 failed the check" (the counts in the order they first happened)."""
     began = BEGUN.get(run, [])
-    ends = {end: [a.ended for a in began].count(end) for end in dict.fromkeys(a.ended for a in began)}
+    ends = Counter(a.ended for a in began)  # counts in the order each end first happened
     return (f"{len(began)} attempt{'s' * (len(began) != 1)} in {sum(a.seconds for a in began):.0f} s: "
             + ", ".join(f"{count} {end}" for end, count in ends.items()))
 
